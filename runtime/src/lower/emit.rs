@@ -1,0 +1,321 @@
+//! From the builder's ops to an MLIR module, in one pass over melior.
+//!
+//! StableHLO is not an upstream MLIR dialect, so its ops are built generically with
+//! `OperationBuilder` in a context that allows unregistered dialects; MLIR's verifier then checks
+//! the builtin and `func` rules. jaxlib (the tests' harness) is the judge of the StableHLO rules.
+
+use super::{Body, BuildError, FuncData, Module, ValRef};
+use crate::types::TensorType;
+use melior::{
+    Context,
+    dialect::DialectRegistry,
+    ir::{
+        Attribute, Block, BlockLike, Identifier, Location, Operation, Region, RegionLike, Type,
+        Value,
+        attribute::{FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
+        operation::{OperationBuilder, OperationLike, OperationPrintingFlags},
+        r#type::FunctionType,
+    },
+    utility::register_all_dialects,
+};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// How to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    Pretty,
+    Generic,
+}
+
+/// A context for building: `func` and the builtin dialect loaded, unregistered dialects
+/// (StableHLO) allowed, no threads.
+fn context() -> Context {
+    let registry = DialectRegistry::new();
+    register_all_dialects(&registry);
+    let ctx = Context::new_with_registry(&registry, false);
+    ctx.get_or_load_dialect("func");
+    ctx.set_allow_unregistered_dialects(true);
+    ctx
+}
+
+/// Parses and caches the MLIR types and attributes the module needs.
+struct Cache<'c> {
+    ctx: &'c Context,
+    types: HashMap<*const TensorType, Type<'c>>,
+    attrs: HashMap<String, Attribute<'c>>,
+    loc: Location<'c>,
+}
+
+impl<'c> Cache<'c> {
+    fn ty(&mut self, t: &Arc<TensorType>) -> Result<Type<'c>, BuildError> {
+        if let Some(ty) = self.types.get(&Arc::as_ptr(t)) {
+            return Ok(*ty);
+        }
+        let text = t.to_string();
+        let ty = Type::parse(self.ctx, &text)
+            .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the type `{text}`")))?;
+        self.types.insert(Arc::as_ptr(t), ty);
+        Ok(ty)
+    }
+
+    fn attr(&mut self, text: String) -> Result<Attribute<'c>, BuildError> {
+        if let Some(a) = self.attrs.get(&text) {
+            return Ok(*a);
+        }
+        let a = Attribute::parse(self.ctx, &text)
+            .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the attribute `{text}`")))?;
+        self.attrs.insert(text, a);
+        Ok(a)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Arg(usize),
+    Result(usize),
+}
+
+fn value<'c, 'a>(
+    block: &'a Block<'c>,
+    results: &[Value<'c, 'a>],
+    slot: Slot,
+) -> Result<Value<'c, 'a>, BuildError> {
+    match slot {
+        Slot::Arg(i) => Ok(block.argument(i).map_err(mlir_err)?.into()),
+        Slot::Result(i) => results
+            .get(i)
+            .copied()
+            .ok_or_else(|| BuildError::new("a value is used before its op")),
+    }
+}
+
+/// Builds the melior module for `m`.
+fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, BuildError> {
+    let entry = m
+        .entry_index()
+        .ok_or_else(|| BuildError::new("the module has no entry function"))?;
+    let mut cache = Cache {
+        ctx,
+        types: HashMap::new(),
+        attrs: HashMap::new(),
+        loc: Location::unknown(ctx),
+    };
+    let module = melior::ir::Module::new(cache.loc);
+    let all_externals: Vec<u32> = (0..m.externals().len() as u32).collect();
+    for (index, f) in m.funcs().iter().enumerate() {
+        let externals = if index as u32 == entry {
+            &all_externals
+        } else {
+            &f.externals
+        };
+        let op = build_func(&mut cache, m, f, externals, index as u32 == entry)?;
+        module.body().append_operation(op);
+    }
+    Ok(module)
+}
+
+fn build_func<'c>(
+    cache: &mut Cache<'c>,
+    m: &Module,
+    f: &FuncData,
+    externals: &[u32],
+    is_entry: bool,
+) -> Result<Operation<'c>, BuildError> {
+    let ctx = cache.ctx;
+    let loc = cache.loc;
+    let n_params = f.params.len();
+    // Position of each module external among this function's arguments.
+    let mut ext_arg = vec![usize::MAX; m.externals().len()];
+    for (pos, &e) in externals.iter().enumerate() {
+        ext_arg[e as usize] = n_params + pos;
+    }
+    let mut arg_types = Vec::with_capacity(n_params + externals.len());
+    for t in &f.params {
+        arg_types.push(cache.ty(t)?);
+    }
+    for &e in externals {
+        let t = Arc::new(m.externals()[e as usize].tensor_type());
+        arg_types.push(cache.ty(&t)?);
+    }
+    let mut result_types = Vec::with_capacity(f.results.len());
+    for t in &f.results {
+        result_types.push(cache.ty(t)?);
+    }
+    let block = Block::new(&arg_types.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
+    {
+        let mut results: Vec<Value<'c, '_>> = Vec::new();
+        let mut starts: Vec<usize> = Vec::with_capacity(f.ops.len());
+        // Where a value of the builder lives in the MLIR block.
+        let slot = |starts: &[usize], r: ValRef| -> Result<Slot, BuildError> {
+            match r {
+                ValRef::Param(i) => Ok(Slot::Arg(i as usize)),
+                ValRef::External(e) => match ext_arg.get(e as usize) {
+                    Some(&p) if p != usize::MAX => Ok(Slot::Arg(p)),
+                    _ => Err(BuildError::new(format!(
+                        "function `{}` uses an external it does not have",
+                        f.name
+                    ))),
+                },
+                ValRef::Op { op, result } => starts
+                    .get(op as usize)
+                    .map(|s| Slot::Result(s + result as usize))
+                    .ok_or_else(|| BuildError::new("a value is used before its op")),
+            }
+        };
+        for op in &f.ops {
+            let mut operands: Vec<Value<'c, '_>> = Vec::with_capacity(op.operands.len());
+            for &r in &op.operands {
+                operands.push(value(&block, &results, slot(&starts, r)?)?);
+            }
+            let mut builder = OperationBuilder::new(op.name, loc);
+            if let Some(callee) = op.callee {
+                let callee = &m.funcs()[callee as usize];
+                for &e in &callee.externals {
+                    let p = ext_arg[e as usize];
+                    if p == usize::MAX {
+                        return Err(BuildError::new(format!(
+                            "function `{}` calls `{}` but lacks one of its externals",
+                            f.name, callee.name
+                        )));
+                    }
+                    operands.push(block.argument(p).map_err(mlir_err)?.into());
+                }
+                builder = builder.add_attributes(&[(
+                    Identifier::new(ctx, "callee"),
+                    FlatSymbolRefAttribute::new(ctx, &callee.name).into(),
+                )]);
+            }
+            let mut types = Vec::with_capacity(op.results.len());
+            for t in &op.results {
+                types.push(cache.ty(t)?);
+            }
+            let mut attrs = Vec::with_capacity(op.attrs.len());
+            for (name, a) in &op.attrs {
+                attrs.push((Identifier::new(ctx, name), cache.attr(a.to_string())?));
+            }
+            builder = builder
+                .add_operands(&operands)
+                .add_results(&types)
+                .add_attributes(&attrs);
+            if let Some(body) = op.body {
+                builder = builder.add_regions([body_region(cache, body)?]);
+            }
+            let built = builder.build().map_err(mlir_err)?;
+            let op_ref = block.append_operation(built);
+            starts.push(results.len());
+            for i in 0..op.results.len() {
+                results.push(op_ref.result(i).map_err(mlir_err)?.into());
+            }
+        }
+        let mut returned = Vec::with_capacity(f.returns.len());
+        for &r in &f.returns {
+            returned.push(value(&block, &results, slot(&starts, r)?)?);
+        }
+        block.append_operation(melior::dialect::func::r#return(&returned, loc));
+    }
+    let region = Region::new();
+    region.append_block(block);
+    let function_type = FunctionType::new(ctx, &arg_types, &result_types);
+    let mut attrs = vec![
+        (
+            Identifier::new(ctx, "sym_name"),
+            StringAttribute::new(ctx, &f.name).into(),
+        ),
+        (
+            Identifier::new(ctx, "function_type"),
+            TypeAttribute::new(function_type.into()).into(),
+        ),
+    ];
+    if !is_entry {
+        attrs.push((
+            Identifier::new(ctx, "sym_visibility"),
+            StringAttribute::new(ctx, "private").into(),
+        ));
+    }
+    if is_entry && !externals.is_empty() {
+        let mut text = String::from("[");
+        for i in 0..arg_types.len() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            if i < n_params {
+                text.push_str("{}");
+            } else {
+                let e = &m.externals()[externals[i - n_params] as usize];
+                text.push_str(&format!("{{customop.external = {}}}", e.annotation()));
+            }
+        }
+        text.push(']');
+        attrs.push((Identifier::new(ctx, "arg_attrs"), cache.attr(text)?));
+    }
+    OperationBuilder::new("func.func", loc)
+        .add_attributes(&attrs)
+        .add_regions([region])
+        .build()
+        .map_err(mlir_err)
+}
+
+/// The region of a `stablehlo.reduce`: `^bb0(%a: tensor<T>, %b: tensor<T>)`, the op, a return.
+fn body_region<'c>(cache: &mut Cache<'c>, body: Body) -> Result<Region<'c>, BuildError> {
+    let Body::Reduce(op, element) = body;
+    let scalar = Arc::new(TensorType::scalar(element));
+    let ty = cache.ty(&scalar)?;
+    let loc = cache.loc;
+    let block = Block::new(&[(ty, loc), (ty, loc)]);
+    {
+        let a: Value<'c, '_> = block.argument(0).map_err(mlir_err)?.into();
+        let b: Value<'c, '_> = block.argument(1).map_err(mlir_err)?.into();
+        let combined = OperationBuilder::new(op, loc)
+            .add_operands(&[a, b])
+            .add_results(&[ty])
+            .build()
+            .map_err(mlir_err)?;
+        let combined = block.append_operation(combined);
+        let r: Value<'c, '_> = combined.result(0).map_err(mlir_err)?.into();
+        let ret = OperationBuilder::new("stablehlo.return", loc)
+            .add_operands(&[r])
+            .build()
+            .map_err(mlir_err)?;
+        block.append_operation(ret);
+    }
+    let region = Region::new();
+    region.append_block(block);
+    Ok(region)
+}
+
+fn mlir_err(e: melior::Error) -> BuildError {
+    BuildError::new(format!("MLIR: {e}"))
+}
+
+/// Builds, verifies and prints `m`.
+pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
+    let ctx = context();
+    let diagnostics = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = diagnostics.clone();
+    let id = ctx.attach_diagnostic_handler(move |d| {
+        sink.borrow_mut().push(d.to_string());
+        true
+    });
+    let result = (|| {
+        let module = build(&ctx, m)?;
+        if !module.as_operation().verify() {
+            return Err(BuildError::new(format!(
+                "MLIR's verifier rejected the module: {}",
+                diagnostics.borrow().join("; ")
+            )));
+        }
+        let text = match form {
+            Form::Pretty => module.as_operation().to_string(),
+            Form::Generic => module
+                .as_operation()
+                .to_string_with_flags(OperationPrintingFlags::new().print_generic_operation_form())
+                .map_err(mlir_err)?,
+        };
+        Ok(text)
+    })();
+    ctx.detach_diagnostic_handler(id);
+    result
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing (scripts/setup.sh), then formatting, lints,
+# every test (unit, doc, integration, UI, XLA end-to-end) and the book.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export CUSTOMOP_PYTHON="$PWD/target/xla-venv/bin/python"
+step() { printf '\n=== %s\n' "$*" >&2; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "customop builds without MLIR (the kernel cdylib configuration)"
+cargo build -p customop --no-default-features --locked
+step "cargo test"
+log=target/test-output.log
+cargo test --workspace --locked 2>&1 | tee "$log"
+step "mdbook build"
+mdbook build book
+# One closing line over every test binary's result (unit, integration, UI, doc).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -1,0 +1,159 @@
+"""customop's XLA conformance harness.
+
+Reads one JSON request on stdin and writes one JSON answer on stdout. A request:
+
+    {"module": "<StableHLO text>",
+     "action": "verify" | "compile" | "run",
+     "inputs": [{"dtype": "float32", "shape": [3, 3], "hex": "<little-endian bytes>"}],
+     "ffi": {"library": "/path/libkernels.so",
+             "targets": [{"name": "target", "symbol": "handler_symbol"}]}}
+
+The answer is {"ok": true, "outputs": [...same form as inputs...]} or
+{"ok": false, "stage": "parse" | "verify" | "load" | "register" | "compile" | "execute",
+ "error": "<message>"}.
+
+Parsing and verification use jaxlib's MLIR (the dialects jax registers, StableHLO among them);
+compilation and execution use jaxlib's XLA CPU client. Nothing here knows about customop's Rust
+code: it is the independent judge of what the Rust side emits.
+"""
+
+import ctypes
+import json
+import sys
+
+
+def _fail(stage, error):
+    return {"ok": False, "stage": stage, "error": str(error)}
+
+
+def parse_and_verify(text):
+    """Parse `text` with jaxlib's MLIR and verify it. Returns None, or an error answer."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    ctx = mlir.make_ir_context()
+    diagnostics = []
+
+    def handler(d):
+        diagnostics.append(str(d))
+        for note in d.notes:
+            diagnostics.append("  note: " + str(note))
+        return True
+
+    ctx.attach_diagnostic_handler(handler)
+    with ctx:
+        try:
+            module = ir.Module.parse(text)
+        except Exception as e:  # jaxlib raises MLIRError with the diagnostics inside
+            return _fail("parse", "\n".join([str(e)] + diagnostics))
+        try:
+            ok = module.operation.verify()
+        except Exception as e:
+            return _fail("verify", "\n".join([str(e)] + diagnostics))
+        if not ok:
+            return _fail("verify", "\n".join(diagnostics) or "verification failed")
+    return None
+
+
+_LOADED = {}
+
+
+def register_ffi(spec):
+    """Load a cdylib and register its handlers as typed-FFI targets on CPU."""
+    import jax
+    import jax.extend.backend
+
+    library = spec["library"]
+    try:
+        lib = _LOADED.get(library) or ctypes.CDLL(library)
+    except OSError as e:
+        return _fail("load", e)
+    _LOADED[library] = lib
+    for target in spec.get("targets", []):
+        try:
+            fn = getattr(lib, target["symbol"])
+        except AttributeError as e:
+            return _fail("load", e)
+        try:
+            jax.ffi.register_ffi_target(
+                target["name"], jax.ffi.pycapsule(fn), platform="cpu", api_version=1
+            )
+        except Exception as e:
+            return _fail("register", e)
+    return None
+
+
+def _to_numpy(spec):
+    import numpy as np
+
+    data = bytes.fromhex(spec["hex"])
+    return np.frombuffer(data, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
+
+
+def _from_numpy(array):
+    import numpy as np
+
+    a = np.ascontiguousarray(array)
+    return {
+        "dtype": str(a.dtype),
+        "shape": list(a.shape),
+        "hex": a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes().hex(),
+    }
+
+
+def compile_text(text):
+    import jax
+    import jax.extend.backend
+    import jaxlib
+
+    backend = jax.extend.backend.get_backend("cpu")
+    device = backend.local_devices()[0]
+    return backend, device, backend.compile_and_load(text, [device], jaxlib._jax.CompileOptions())
+
+
+def handle(request):
+    text = request["module"]
+    action = request.get("action", "run")
+    err = parse_and_verify(text)
+    if err is not None or action == "verify":
+        return err or {"ok": True, "outputs": []}
+    if request.get("ffi"):
+        err = register_ffi(request["ffi"])
+        if err is not None:
+            return err
+    try:
+        backend, device, exe = compile_text(text)
+    except Exception as e:
+        return _fail("compile", e)
+    if action == "compile":
+        return {"ok": True, "outputs": []}
+    import jax
+
+    runs = request.get("runs", [request.get("inputs", [])])
+    results = []
+    for inputs in runs:
+        try:
+            args = [jax.device_put(_to_numpy(i), device) for i in inputs]
+            outs = exe.execute(args)
+            results.append({"ok": True, "outputs": [_from_numpy(o) for o in outs]})
+        except Exception as e:
+            results.append(_fail("execute", e))
+    if "runs" in request:
+        return {"ok": True, "runs": results}
+    return results[0]
+
+
+def main():
+    request = json.load(sys.stdin)
+    try:
+        answer = handle(request)
+    except Exception as e:  # an answer, not a Python traceback, whatever goes wrong
+        import traceback
+
+        answer = _fail("harness", "".join(traceback.format_exception(e)))
+    json.dump(answer, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+//! Rust side of customop's XLA conformance harness.
+//!
+//! [`Harness`] runs `tests/xla/harness.py` with the project's Python venv (jax + jaxlib pinned in
+//! `tests/xla/requirements.txt`), sends it StableHLO text and inputs, and returns what jaxlib's
+//! MLIR and XLA CPU client made of them. It is the independent judge of emitted modules: jaxlib
+//! parses and verifies them with the real StableHLO dialect, XLA compiles and executes them.
+//!
+//! The harness is required, never optional: [`Harness::get`] panics with set-up instructions when
+//! the venv or jaxlib is missing, so a test that needs XLA fails instead of skipping.
+
+// A test harness: a broken harness or jaxlib install must fail the test loudly, so panics are
+// the intended way out here.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A host array: dtype (numpy name), shape and little-endian bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Array {
+    /// The numpy dtype name: `float32`, `int8`, `uint8`, ...
+    pub dtype: String,
+    /// The shape.
+    pub shape: Vec<i64>,
+    /// The elements' little-endian bytes, row-major, as hex.
+    hex: String,
+}
+
+macro_rules! typed_array {
+    ($($from:ident $to:ident $t:ty => $dtype:literal),* $(,)?) => {
+        impl Array {
+            $(
+                #[doc = concat!("An array of `", stringify!($t), "` values with the given shape.")]
+                pub fn $from(shape: &[i64], values: &[$t]) -> Array {
+                    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    Array::from_bytes($dtype, shape, &bytes)
+                }
+
+                #[doc = concat!("The elements as `", stringify!($t), "`; panics if the dtype is not `", $dtype, "`.")]
+                pub fn $to(&self) -> Vec<$t> {
+                    assert_eq!(self.dtype, $dtype, "array dtype");
+                    const N: usize = core::mem::size_of::<$t>();
+                    self.bytes()
+                        .chunks_exact(N)
+                        .map(|c| {
+                            let mut b = [0u8; N];
+                            b.copy_from_slice(c);
+                            <$t>::from_le_bytes(b)
+                        })
+                        .collect()
+                }
+            )*
+        }
+    };
+}
+
+typed_array!(
+    f32 to_f32 f32 => "float32",
+    f64 to_f64 f64 => "float64",
+    i8 to_i8 i8 => "int8",
+    i32 to_i32 i32 => "int32",
+    i64 to_i64 i64 => "int64",
+    u8 to_u8 u8 => "uint8",
+    u32 to_u32 u32 => "uint32",
+);
+
+impl Array {
+    /// An array from raw little-endian bytes.
+    pub fn from_bytes(dtype: &str, shape: &[i64], bytes: &[u8]) -> Array {
+        let mut hex = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            hex.push_str(&format!("{b:02x}"));
+        }
+        Array {
+            dtype: dtype.to_string(),
+            shape: shape.to_vec(),
+            hex,
+        }
+    }
+
+    /// The raw little-endian bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        (0..self.hex.len() / 2)
+            .map(|i| u8::from_str_radix(&self.hex[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect()
+    }
+}
+
+/// A handler to register before compiling: the FFI target name and the cdylib's symbol.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// The custom call target name (`call_target_name`).
+    pub name: String,
+    /// The exported `extern "C"` symbol in the library.
+    pub symbol: String,
+}
+
+/// A cdylib whose handlers XLA should call.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ffi {
+    /// Path of the shared library.
+    pub library: PathBuf,
+    /// Targets to register from it.
+    pub targets: Vec<Target>,
+}
+
+/// What jaxlib rejected, and at which stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XlaError {
+    /// `parse`, `verify`, `load`, `register`, `compile`, `execute` or `harness`.
+    pub stage: String,
+    /// jaxlib's message, with MLIR diagnostics where there are any.
+    pub message: String,
+}
+
+impl fmt::Display for XlaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "jaxlib rejected the module at {}: {}",
+            self.stage, self.message
+        )
+    }
+}
+
+impl std::error::Error for XlaError {}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    module: &'a str,
+    action: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs: Option<&'a [Vec<Array>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ffi: Option<&'a Ffi>,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    ok: bool,
+    #[serde(default)]
+    stage: String,
+    #[serde(default)]
+    error: String,
+    #[serde(default)]
+    outputs: Vec<Array>,
+    #[serde(default)]
+    runs: Vec<Answer>,
+}
+
+impl Answer {
+    fn into_result(self) -> Result<Vec<Array>, XlaError> {
+        if self.ok {
+            Ok(self.outputs)
+        } else {
+            Err(XlaError {
+                stage: self.stage,
+                message: self.error,
+            })
+        }
+    }
+}
+
+/// The Python side of the harness, found and checked once.
+#[derive(Clone, Debug)]
+pub struct Harness {
+    python: PathBuf,
+    script: PathBuf,
+}
+
+/// The workspace root (two levels above this crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+impl Harness {
+    /// Finds the venv's Python (`$CUSTOMOP_PYTHON`, else `target/xla-venv/bin/python`) and checks
+    /// that it imports jax and jaxlib.
+    pub fn locate() -> Result<Harness, String> {
+        let python = match std::env::var_os("CUSTOMOP_PYTHON") {
+            Some(p) => PathBuf::from(p),
+            None => workspace_root().join("target/xla-venv/bin/python"),
+        };
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness.py");
+        let out = Command::new(&python)
+            .args([
+                "-c",
+                "import jax, jaxlib; print(jax.__version__, jaxlib.__version__)",
+            ])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} cannot import jax/jaxlib: {}",
+                python.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(Harness { python, script })
+    }
+
+    /// The harness, or a panic saying how to install it. XLA tests never skip: a missing jaxlib
+    /// is a failure, on CI and locally alike.
+    pub fn get() -> Harness {
+        match Harness::locate() {
+            Ok(h) => h,
+            Err(e) => panic!(
+                "the XLA harness is not installed ({e}).\n\
+                 Run `bash scripts/setup.sh` (or the README's test command), which creates \
+                 target/xla-venv with tests/xla/requirements.txt, or set CUSTOMOP_PYTHON to a \
+                 Python that has jax and jaxlib 0.12.0.1."
+            ),
+        }
+    }
+
+    fn ask(&self, request: &Request<'_>) -> Answer {
+        let body = serde_json::to_vec(request).expect("request serialises");
+        let mut child = Command::new(&self.python)
+            .arg(&self.script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the harness");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(&body)
+            .expect("write the request");
+        let out = child.wait_with_output().expect("wait for the harness");
+        match serde_json::from_slice::<Answer>(&out.stdout) {
+            Ok(a) => a,
+            Err(e) => panic!(
+                "the harness gave no answer ({e}; exit {:?}).\nstdout: {}\nstderr: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
+    /// Parses and verifies `module` with jaxlib's MLIR (StableHLO registered).
+    pub fn verify(&self, module: &str) -> Result<(), XlaError> {
+        self.ask(&Request {
+            module,
+            action: "verify",
+            runs: None,
+            ffi: None,
+        })
+        .into_result()
+        .map(drop)
+    }
+
+    /// Parses, verifies and compiles `module` with XLA CPU, registering `ffi` first.
+    pub fn compile(&self, module: &str, ffi: Option<&Ffi>) -> Result<(), XlaError> {
+        self.ask(&Request {
+            module,
+            action: "compile",
+            runs: None,
+            ffi,
+        })
+        .into_result()
+        .map(drop)
+    }
+
+    /// Parses, verifies, compiles and executes `module` once on `inputs`.
+    pub fn run(&self, module: &str, inputs: &[Array]) -> Result<Vec<Array>, XlaError> {
+        self.run_many(module, None, &[inputs.to_vec()])?
+            .pop()
+            .expect("one run asked, one answered")
+    }
+
+    /// Compiles `module` once (after registering `ffi`) and executes it on each input set in
+    /// turn, in one process: one result per run. Compile-stage errors are the outer `Err`.
+    pub fn run_many(
+        &self,
+        module: &str,
+        ffi: Option<&Ffi>,
+        runs: &[Vec<Array>],
+    ) -> Result<Vec<Result<Vec<Array>, XlaError>>, XlaError> {
+        let answer = self.ask(&Request {
+            module,
+            action: "run",
+            runs: Some(runs),
+            ffi,
+        });
+        if !answer.ok {
+            return Err(answer.into_result().expect_err("not ok"));
+        }
+        Ok(answer.runs.into_iter().map(Answer::into_result).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_round_trip_their_bytes() {
+        let a = Array::f32(&[2], &[1.5, -2.0]);
+        assert_eq!(a.hex, "0000c03f000000c0");
+        assert_eq!(a.to_f32(), vec![1.5, -2.0]);
+        assert_eq!(Array::i8(&[3], &[-1, 0, 127]).to_i8(), vec![-1, 0, 127]);
+    }
+}
