@@ -13,6 +13,10 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "customop builds without MLIR (the kernel cdylib configuration)"
 cargo build -p customop --no-default-features --locked
+step "customop without default features depends on no MLIR crate"
+if cargo tree -p customop --no-default-features -e normal,build --locked | grep -E "mlir-sys|melior|tblgen"; then
+  echo "customop --no-default-features must not depend on MLIR" >&2; exit 1
+fi
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
