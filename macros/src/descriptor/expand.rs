@@ -1,0 +1,320 @@
+//! Code generation for a checked descriptor. Creates no errors of its own.
+
+use super::check::discriminant_value;
+use super::model::{Body, Descriptor, Enum, Field, FieldType};
+use proc_macro2::{Literal, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+pub(crate) fn expand(d: &Descriptor<'_>) -> TokenStream {
+    match &d.body {
+        Body::Struct(fields) => expand_struct(d, fields),
+        Body::Enum(e) => expand_enum(d, e),
+        Body::Unsupported(..) => TokenStream::new(),
+    }
+}
+
+fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
+    let ident = d.ident;
+    let name = &d.name;
+    let kr = &d.krate;
+    let p = quote!(#kr::__private);
+    let de = quote!(#p::descriptor);
+    let h = quote!(#p::descriptor::__derive);
+
+    let fixed: Vec<&Field<'_>> = fields
+        .iter()
+        .filter(|f| matches!(f.kind, FieldType::Fixed | FieldType::Array(_)))
+        .collect();
+    let n_fixed = fixed.len();
+    let has_tails = fixed.len() != fields.len();
+
+    // `(SIZE, ALIGN)` of each fixed field, spanned at its type so that a type that is not a
+    // descriptor field is reported there.
+    let sizes = fixed.iter().map(|f| {
+        let ty = f.ty;
+        quote_spanned! {ty.span()=>
+            (<#ty as #de::Wire>::SIZE, <#ty as #de::Wire>::ALIGN)
+        }
+    });
+    // Tail element types must be fixed-layout: the same spanned bound.
+    let tail_bounds = fields.iter().filter_map(|f| match &f.kind {
+        FieldType::VecTail(elem, _) => Some(quote_spanned! {elem.span()=>
+            let _ = <#elem as #de::Wire>::SIZE;
+        }),
+        _ => None,
+    });
+
+    let offset = |i: usize| quote!(__LAYOUT.0[#i]);
+    let field_layouts = fields.iter().map(|f| {
+        let fname = f.ident.to_string();
+        let ty = f.ty;
+        match &f.kind {
+            FieldType::VecTail(elem, _) => quote! {
+                #de::FieldLayout {
+                    name: #p::ToString::to_string(#fname),
+                    offset: ::core::option::Option::None,
+                    size: 0,
+                    ty: #de::TypeLayout::Vec {
+                        element: #p::Box::new(<#elem as #de::Wire>::describe()),
+                    },
+                }
+            },
+            FieldType::StringTail => quote! {
+                #de::FieldLayout {
+                    name: #p::ToString::to_string(#fname),
+                    offset: ::core::option::Option::None,
+                    size: 0,
+                    ty: #de::TypeLayout::String,
+                }
+            },
+            _ => {
+                let i = fixed.iter().position(|g| g.ident == f.ident).unwrap_or(0);
+                let off = offset(i);
+                quote! {
+                    #de::FieldLayout {
+                        name: #p::ToString::to_string(#fname),
+                        offset: ::core::option::Option::Some(#off),
+                        size: <#ty as #de::Wire>::SIZE,
+                        ty: <#ty as #de::Wire>::describe(),
+                    }
+                }
+            }
+        }
+    });
+
+    // Calls that need `T: Wire` are spanned at the field type too, so that a type that is not
+    // a descriptor field is reported only there.
+    let writes_fixed = fixed.iter().enumerate().map(|(i, f)| {
+        let fi = f.ident;
+        let off = offset(i);
+        quote_spanned!(f.ty.span()=> #h::write_field(&self.#fi, __payload, #off);)
+    });
+    let writes_fixed2 = writes_fixed.clone();
+    let tail_lens = fields.iter().filter_map(|f| {
+        let fi = f.ident;
+        match &f.kind {
+            FieldType::VecTail(elem, _) => Some(
+                quote_spanned!(elem.span()=> __at = #h::tail_len_vec::<#elem>(__at, self.#fi.len());),
+            ),
+            FieldType::StringTail => Some(quote!(__at = #h::tail_len_string(__at, self.#fi.len());)),
+            _ => None,
+        }
+    });
+    let tail_writes = fields.iter().filter_map(|f| {
+        let fi = f.ident;
+        match &f.kind {
+            FieldType::VecTail(elem, _) => Some(
+                quote_spanned!(elem.span()=> __at = #h::write_vec_tail(&self.#fi, __payload, __at);),
+            ),
+            FieldType::StringTail => Some(quote!(__at = #h::write_string_tail(&self.#fi, __payload, __at);)),
+            _ => None,
+        }
+    });
+    // Padding between fixed fields and after the last one must be zero.
+    let paddings = (0..n_fixed).map(|i| {
+        let ty = fixed[i].ty;
+        let start = offset(i);
+        let end = if i + 1 < n_fixed {
+            offset(i + 1)
+        } else {
+            quote!(__LAYOUT.1)
+        };
+        quote_spanned!(ty.span()=> #h::check_zero(__payload, #start + <#ty as #de::Wire>::SIZE, #end)?;)
+    });
+    let reads = fields.iter().map(|f| {
+        let fi = f.ident;
+        let fname = f.ident.to_string();
+        let ty = f.ty;
+        match &f.kind {
+            FieldType::VecTail(elem, _) => quote_spanned! {elem.span()=>
+                let (#fi, __end) = #h::read_vec_tail(__payload, __at, #fname)?;
+                __at = __end;
+            },
+            FieldType::StringTail => quote! {
+                let (#fi, __end) = #h::read_string_tail(__payload, __at, #fname)?;
+                __at = __end;
+            },
+            _ => {
+                let i = fixed.iter().position(|g| g.ident == f.ident).unwrap_or(0);
+                let off = offset(i);
+                quote_spanned!(ty.span()=> let #fi: #ty = #h::read_field(__payload, #off, #fname)?;)
+            }
+        }
+    });
+    let names = fields.iter().map(|f| f.ident);
+
+    let wire_impl = if has_tails {
+        TokenStream::new()
+    } else {
+        quote! {
+            impl #de::Wire for #ident {
+                const SIZE: usize = __LAYOUT.1;
+                const ALIGN: usize = __LAYOUT.2;
+                fn describe() -> #de::TypeLayout {
+                    #de::TypeLayout::Struct {
+                        layout: #p::Box::new(::core::clone::Clone::clone(
+                            <#ident as #de::Descriptor>::layout(),
+                        )),
+                    }
+                }
+                #[inline]
+                fn write(&self, __payload: &mut [u8]) {
+                    #(#writes_fixed2)*
+                }
+                #[inline]
+                fn read(__bytes: &[u8]) -> ::core::result::Result<Self, #de::DescriptorError> {
+                    <#ident as #de::Descriptor>::__read_payload(__bytes)
+                }
+            }
+        }
+    };
+
+    quote! {
+        const _: () = {
+            const __LAYOUT: ([usize; #n_fixed], usize, usize) =
+                #h::layout_offsets::<#n_fixed>([#(#sizes),*]);
+            const _: () = { #(#tail_bounds)* };
+
+            impl #de::Descriptor for #ident {
+                const NAME: &'static str = #name;
+                const FIXED_SIZE: usize = __LAYOUT.1;
+                const ALIGN: usize = __LAYOUT.2;
+                const HAS_TAILS: bool = #has_tails;
+
+                fn layout() -> &'static #de::Layout {
+                    static LAYOUT: #p::OnceLock<#de::Layout> = #p::OnceLock::new();
+                    LAYOUT.get_or_init(|| {
+                        let __layout = #de::Layout::build(
+                            #name,
+                            __LAYOUT.2,
+                            __LAYOUT.1,
+                            <#ident as #de::Descriptor>::PACKED_SIZE,
+                            ::core::convert::From::from([#(#field_layouts),*]),
+                        );
+                        #de::registry::record(__layout.fingerprint, #name);
+                        __layout
+                    })
+                }
+
+                fn __payload_len(&self) -> usize {
+                    #[allow(unused_mut)]
+                    let mut __at: usize = __LAYOUT.1;
+                    #(#tail_lens)*
+                    __at
+                }
+
+                fn __write_payload(&self, __payload: &mut [u8]) {
+                    #(#writes_fixed)*
+                    #[allow(unused_mut, unused_assignments)]
+                    let mut __at: usize = __LAYOUT.1;
+                    #(#tail_writes)*
+                    let _ = __at;
+                }
+
+                fn __read_payload(
+                    __payload: &[u8],
+                ) -> ::core::result::Result<Self, #de::DescriptorError> {
+                    let __read = || -> ::core::result::Result<Self, #de::DescriptorError> {
+                        if __payload.len() < __LAYOUT.1 {
+                            return ::core::result::Result::Err(#de::DescriptorError::field_error(
+                                #de::ErrorKind::TooShort {
+                                    needed: #de::HEADER_SIZE + __LAYOUT.1,
+                                    got: #de::HEADER_SIZE + __payload.len(),
+                                },
+                            ));
+                        }
+                        #(#paddings)*
+                        #[allow(unused_mut)]
+                        let mut __at: usize = __LAYOUT.1;
+                        #(#reads)*
+                        if __at != __payload.len() {
+                            return ::core::result::Result::Err(#de::DescriptorError::field_error(
+                                #de::ErrorKind::TooLong {
+                                    used: #de::HEADER_SIZE + __at,
+                                    got: #de::HEADER_SIZE + __payload.len(),
+                                },
+                            ));
+                        }
+                        ::core::result::Result::Ok(#ident { #(#names),* })
+                    };
+                    __read().map_err(|e| e.in_descriptor(#name))
+                }
+            }
+
+            #wire_impl
+        };
+    }
+}
+
+fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
+    let ident = d.ident;
+    let name = &d.name;
+    let kr = &d.krate;
+    let p = quote!(#kr::__private);
+    let de = quote!(#p::descriptor);
+    let Some(repr) = &e.repr else {
+        return TokenStream::new();
+    };
+    let repr_name = repr.to_string();
+    let values: Vec<i64> = e
+        .variants
+        .iter()
+        .map(|v| {
+            v.discriminant
+                .and_then(|x| discriminant_value(x).ok())
+                .unwrap_or(0)
+        })
+        .collect();
+    let lit = |v: i64| {
+        if v < 0 {
+            let l = Literal::i64_unsuffixed(-v);
+            quote!(-#l)
+        } else {
+            let l = Literal::i64_unsuffixed(v);
+            quote!(#l)
+        }
+    };
+    let idents: Vec<&syn::Ident> = e.variants.iter().map(|v| v.ident).collect();
+    let lits: Vec<TokenStream> = values.iter().map(|&v| lit(v)).collect();
+    let vnames = idents.iter().map(|i| i.to_string());
+    let vvalues = values.iter().map(|&v| Literal::i64_suffixed(v));
+    let dvalues = values.iter().map(|&v| Literal::i64_suffixed(v));
+    quote! {
+        const _: () = {
+            impl #de::Wire for #ident {
+                const SIZE: usize = ::core::mem::size_of::<#repr>();
+                const ALIGN: usize = ::core::mem::size_of::<#repr>();
+                fn describe() -> #de::TypeLayout {
+                    #de::TypeLayout::Enum {
+                        name: #p::ToString::to_string(#name),
+                        repr: #p::ToString::to_string(#repr_name),
+                        variants: ::core::convert::From::from([#(
+                            #de::EnumVariant {
+                                name: #p::ToString::to_string(#vnames),
+                                value: #vvalues,
+                            }
+                        ),*]),
+                    }
+                }
+                #[inline]
+                fn write(&self, __out: &mut [u8]) {
+                    let __v: #repr = match self { #(#ident::#idents => #lits,)* };
+                    <#repr as #de::Wire>::write(&__v, __out)
+                }
+                #[inline]
+                fn read(__bytes: &[u8]) -> ::core::result::Result<Self, #de::DescriptorError> {
+                    match <#repr as #de::Wire>::read(__bytes)? {
+                        #(#lits => ::core::result::Result::Ok(#ident::#idents),)*
+                        __other => ::core::result::Result::Err(#de::DescriptorError::field_error(
+                            #de::ErrorKind::InvalidEnum { name: #name, value: __other as i64 },
+                        )),
+                    }
+                }
+            }
+            impl #de::WireEnum for #ident {
+                const DISCRIMINANTS: &'static [i64] = &[#(#dvalues),*];
+            }
+        };
+    }
+}

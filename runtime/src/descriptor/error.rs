@@ -1,0 +1,231 @@
+//! What can be wrong with descriptor bytes.
+
+use core::fmt;
+
+/// Why bytes could not be unpacked (or a value packed): which descriptor, which field, what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescriptorError {
+    descriptor: &'static str,
+    field: String,
+    kind: ErrorKind,
+}
+
+/// The kinds of [`DescriptorError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Fewer bytes than the header or the fixed part needs.
+    TooShort {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// Bytes left over after the last field.
+    TooLong {
+        /// Bytes the fields used.
+        used: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// The first four bytes are not `CUOP`.
+    BadMagic {
+        /// The bytes found.
+        found: [u8; 4],
+    },
+    /// A format version this crate does not read.
+    UnsupportedVersion {
+        /// The version found.
+        found: u16,
+    },
+    /// Nonzero flags or reserved header bits.
+    ReservedBits {
+        /// The flags found.
+        flags: u16,
+        /// The reserved word found.
+        reserved: u32,
+    },
+    /// The bytes were packed for another layout.
+    FingerprintMismatch {
+        /// This descriptor's fingerprint.
+        expected: u64,
+        /// The header's fingerprint.
+        found: u64,
+        /// The descriptor the bytes were packed as, if this process knows it.
+        packed_as: Option<&'static str>,
+    },
+    /// The header's payload length is not the number of bytes after the header.
+    PayloadLength {
+        /// The header's length.
+        header: usize,
+        /// The bytes after the header.
+        actual: usize,
+    },
+    /// A `bool` byte other than 0 or 1.
+    InvalidBool {
+        /// The byte.
+        byte: u8,
+    },
+    /// An enum discriminant with no variant.
+    InvalidEnum {
+        /// The enum's name.
+        name: &'static str,
+        /// The value found.
+        value: i64,
+    },
+    /// A padding byte that is not zero.
+    NonzeroPadding {
+        /// Its offset in the payload.
+        offset: usize,
+    },
+    /// A tail's length runs past the end of the bytes.
+    TailLength {
+        /// The element count (or byte length, for a `String`) found.
+        len: u64,
+        /// The bytes left for it.
+        available: usize,
+    },
+    /// A `String` tail that is not UTF-8.
+    InvalidUtf8 {
+        /// Where the first invalid byte is, in the string.
+        at: usize,
+    },
+    /// `pack_into` was given too small a buffer.
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// The value's payload does not fit the header's 32-bit length.
+    TooLarge {
+        /// The payload's length.
+        len: usize,
+    },
+}
+
+impl DescriptorError {
+    /// An error of `kind` in descriptor `descriptor`, not in a particular field.
+    pub fn new(descriptor: &'static str, kind: ErrorKind) -> Self {
+        DescriptorError {
+            descriptor,
+            field: String::new(),
+            kind,
+        }
+    }
+
+    /// An error of `kind` in a field; the derive adds the field's name and the descriptor's.
+    pub fn field_error(kind: ErrorKind) -> Self {
+        DescriptorError::new("", kind)
+    }
+
+    /// The error, seen from the enclosing field `name` (prepends `name.` to the path).
+    #[doc(hidden)]
+    pub fn in_field(mut self, name: &str) -> Self {
+        if self.field.is_empty() {
+            self.field = name.to_string();
+        } else if self.field.starts_with('[') {
+            self.field = format!("{name}{}", self.field);
+        } else {
+            self.field = format!("{name}.{}", self.field);
+        }
+        self
+    }
+
+    /// The error, seen from descriptor `name`: the outermost descriptor names the error.
+    #[doc(hidden)]
+    pub fn in_descriptor(mut self, name: &'static str) -> Self {
+        self.descriptor = name;
+        self
+    }
+
+    /// The descriptor being unpacked.
+    pub fn descriptor(&self) -> &'static str {
+        self.descriptor
+    }
+
+    /// The field path (`inner.mode`), empty for header errors.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+}
+
+impl fmt::Display for DescriptorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "descriptor `{}`", self.descriptor)?;
+        if !self.field.is_empty() {
+            write!(f, ", field `{}`", self.field)?;
+        }
+        f.write_str(": ")?;
+        match &self.kind {
+            ErrorKind::TooShort { needed, got } => {
+                write!(f, "too short: {got} bytes, at least {needed} needed")
+            }
+            ErrorKind::TooLong { used, got } => write!(
+                f,
+                "too long: {got} bytes, but the fields end at {used} ({} left over)",
+                got - used
+            ),
+            ErrorKind::BadMagic { found } => write!(
+                f,
+                "bad magic {found:02x?} (expected \"CUOP\"): these are not packed descriptor bytes"
+            ),
+            ErrorKind::UnsupportedVersion { found } => write!(
+                f,
+                "unsupported format version {found} (this build reads version {})",
+                super::FORMAT_VERSION
+            ),
+            ErrorKind::ReservedBits { flags, reserved } => write!(
+                f,
+                "reserved header fields must be zero (flags 0x{flags:04x}, reserved 0x{reserved:08x})"
+            ),
+            ErrorKind::FingerprintMismatch {
+                expected,
+                found,
+                packed_as,
+            } => {
+                write!(
+                    f,
+                    "fingerprint mismatch: expected 0x{expected:016x}, the bytes carry 0x{found:016x}"
+                )?;
+                match packed_as {
+                    Some(n) => write!(f, " (packed as `{n}`)"),
+                    None => f.write_str(" (packed for a layout this process does not know)"),
+                }
+            }
+            ErrorKind::PayloadLength { header, actual } => write!(
+                f,
+                "the header says the payload is {header} bytes, but {actual} follow it"
+            ),
+            ErrorKind::InvalidBool { byte } => {
+                write!(f, "invalid bool byte 0x{byte:02x} (must be 0 or 1)")
+            }
+            ErrorKind::InvalidEnum { name, value } => {
+                write!(f, "{value} is not a discriminant of enum `{name}`")
+            }
+            ErrorKind::NonzeroPadding { offset } => {
+                write!(f, "padding byte at payload offset {offset} is not zero")
+            }
+            ErrorKind::TailLength { len, available } => write!(
+                f,
+                "tail length {len} is out of range ({available} bytes left)"
+            ),
+            ErrorKind::InvalidUtf8 { at } => {
+                write!(f, "string is not valid UTF-8 (at byte {at})")
+            }
+            ErrorKind::BufferTooSmall { needed, got } => {
+                write!(f, "buffer of {got} bytes is too small: {needed} needed")
+            }
+            ErrorKind::TooLarge { len } => {
+                write!(f, "payload of {len} bytes does not fit a 32-bit length")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DescriptorError {}

@@ -1,0 +1,281 @@
+//! Descriptor layouts: what the manifest exports and what the fingerprint hashes.
+
+use core::fmt::Write;
+use serde::{Serialize, Serializer};
+
+/// The layout of one descriptor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    /// The descriptor's name (`my_lib::Blob`).
+    pub name: String,
+    /// The canonical layout string, e.g. `my_lib::Blob{gain:f32,tag:[u8;16]}`.
+    pub canonical: String,
+    /// FNV-1a 64 of `canonical`'s UTF-8 bytes.
+    #[serde(serialize_with = "hex_u64")]
+    pub fingerprint: u64,
+    /// The payload's alignment.
+    pub align: usize,
+    /// The length of the payload's fixed part.
+    pub fixed_size: usize,
+    /// The packed length (header included) when fixed, `None` with tails.
+    pub packed_size: Option<usize>,
+    /// The fields, in declaration order.
+    pub fields: Vec<FieldLayout>,
+}
+
+/// One field of a [`Layout`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldLayout {
+    /// The field's name.
+    pub name: String,
+    /// Its offset in the payload's fixed part; `None` for tails (`Vec`, `String`).
+    pub offset: Option<usize>,
+    /// Its size in the fixed part (0 for tails).
+    pub size: usize,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub ty: TypeLayout,
+}
+
+/// The type of a descriptor field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TypeLayout {
+    /// `bool`: one byte, 0 or 1.
+    Bool,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// `[T; N]`.
+    Array {
+        /// `N`.
+        len: usize,
+        /// `T`.
+        element: Box<TypeLayout>,
+    },
+    /// A nested descriptor, stored inline (its payload, without a header).
+    Struct {
+        /// Its layout.
+        layout: Box<Layout>,
+    },
+    /// A field-less enum stored as its `repr` integer.
+    Enum {
+        /// The enum's name.
+        name: String,
+        /// `u8`, `u16`, `u32` or `i32`.
+        repr: String,
+        /// The variants and their discriminants.
+        variants: Vec<EnumVariant>,
+    },
+    /// `Vec<T>`: a tail of a u32 count then the elements.
+    Vec {
+        /// `T` (fixed layout).
+        element: Box<TypeLayout>,
+    },
+    /// `String`: a tail of a u32 byte length then UTF-8 bytes.
+    String,
+}
+
+/// A variant of an enum field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EnumVariant {
+    /// The variant's name.
+    pub name: String,
+    /// Its discriminant.
+    pub value: i64,
+}
+
+fn hex_u64<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("0x{v:016x}"))
+}
+
+/// FNV-1a, 64 bits: the fingerprint of a canonical layout string.
+pub const fn fingerprint_of(canonical: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < canonical.len() {
+        hash ^= canonical[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+impl TypeLayout {
+    /// Appends this type's canonical spelling: `f32`, `[u8;16]`, `Name{a:f32}`,
+    /// `Mode(u8){Fast=0,Exact=1}`, `Vec<f32>`, `String`.
+    pub fn write_canonical(&self, out: &mut String) {
+        let prim = match self {
+            TypeLayout::Bool => "bool",
+            TypeLayout::I8 => "i8",
+            TypeLayout::I16 => "i16",
+            TypeLayout::I32 => "i32",
+            TypeLayout::I64 => "i64",
+            TypeLayout::U8 => "u8",
+            TypeLayout::U16 => "u16",
+            TypeLayout::U32 => "u32",
+            TypeLayout::U64 => "u64",
+            TypeLayout::F32 => "f32",
+            TypeLayout::F64 => "f64",
+            TypeLayout::String => "String",
+            TypeLayout::Array { len, element } => {
+                out.push('[');
+                element.write_canonical(out);
+                let _ = write!(out, ";{len}]");
+                return;
+            }
+            TypeLayout::Struct { layout } => {
+                out.push_str(&layout.canonical);
+                return;
+            }
+            TypeLayout::Enum {
+                name,
+                repr,
+                variants,
+            } => {
+                let _ = write!(out, "{name}({repr}){{");
+                for (i, v) in variants.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let _ = write!(out, "{}={}", v.name, v.value);
+                }
+                out.push('}');
+                return;
+            }
+            TypeLayout::Vec { element } => {
+                out.push_str("Vec<");
+                element.write_canonical(out);
+                out.push('>');
+                return;
+            }
+        };
+        out.push_str(prim);
+    }
+}
+
+impl Layout {
+    /// Builds a layout from its fields, computing the canonical string and fingerprint.
+    #[doc(hidden)]
+    pub fn build(
+        name: &str,
+        align: usize,
+        fixed_size: usize,
+        packed_size: Option<usize>,
+        fields: Vec<FieldLayout>,
+    ) -> Layout {
+        let mut canonical = format!("{name}{{");
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                canonical.push(',');
+            }
+            canonical.push_str(&f.name);
+            canonical.push(':');
+            f.ty.write_canonical(&mut canonical);
+        }
+        canonical.push('}');
+        Layout {
+            name: name.to_string(),
+            fingerprint: fingerprint_of(canonical.as_bytes()),
+            canonical,
+            align,
+            fixed_size,
+            packed_size,
+            fields,
+        }
+    }
+
+    /// The layout as JSON (the manifest's form; `fingerprint` as a `0x...` string).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_published_vectors() {
+        // Test vectors of the FNV-1a 64 reference (Fowler, Noll, Vo).
+        assert_eq!(fingerprint_of(b""), 0xcbf29ce484222325);
+        assert_eq!(fingerprint_of(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fingerprint_of(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn canonical_strings_spell_every_kind() {
+        let l = Layout::build(
+            "Cfg",
+            4,
+            8,
+            None,
+            vec![
+                FieldLayout {
+                    name: "m".into(),
+                    offset: Some(0),
+                    size: 1,
+                    ty: TypeLayout::Enum {
+                        name: "Mode".into(),
+                        repr: "u8".into(),
+                        variants: vec![
+                            EnumVariant {
+                                name: "Fast".into(),
+                                value: 0,
+                            },
+                            EnumVariant {
+                                name: "Exact".into(),
+                                value: 1,
+                            },
+                        ],
+                    },
+                },
+                FieldLayout {
+                    name: "a".into(),
+                    offset: Some(4),
+                    size: 4,
+                    ty: TypeLayout::Array {
+                        len: 2,
+                        element: Box::new(TypeLayout::U16),
+                    },
+                },
+                FieldLayout {
+                    name: "v".into(),
+                    offset: None,
+                    size: 0,
+                    ty: TypeLayout::Vec {
+                        element: Box::new(TypeLayout::F32),
+                    },
+                },
+                FieldLayout {
+                    name: "s".into(),
+                    offset: None,
+                    size: 0,
+                    ty: TypeLayout::String,
+                },
+            ],
+        );
+        assert_eq!(
+            l.canonical,
+            "Cfg{m:Mode(u8){Fast=0,Exact=1},a:[u16;2],v:Vec<f32>,s:String}"
+        );
+        assert_eq!(l.fingerprint, fingerprint_of(l.canonical.as_bytes()));
+    }
+}

@@ -1,0 +1,488 @@
+//! Descriptors: wire format v1 byte for byte, round trips, and every validation error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use customop::descriptor::{ErrorKind, HEADER_SIZE, TypeLayout, fingerprint_of};
+use customop::prelude::*;
+
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "my_lib::Blob")]
+pub struct Blob {
+    pub gain: f32,
+    pub bias: i32,
+    pub seed: u64,
+    pub tag: [u8; 16],
+}
+
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[repr(u8)]
+pub enum Mode {
+    Fast = 0,
+    Exact = 1,
+}
+
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[repr(i32)]
+pub enum Signed {
+    Minus = -2,
+    Plus = 7,
+}
+
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+pub struct Inner {
+    pub flag: bool,
+    pub scale: f64,
+}
+
+/// Every fixed field kind, with padding between them.
+#[derive(Descriptor, Clone, Debug, PartialEq)]
+pub struct Everything {
+    pub a: bool,
+    pub b: i8,
+    pub c: i16,
+    pub d: i32,
+    pub e: i64,
+    pub f: u8,
+    pub g: u16,
+    pub h: u32,
+    pub i: u64,
+    pub j: f32,
+    pub k: f64,
+    pub mode: Mode,
+    pub signed: Signed,
+    pub inner: Inner,
+    pub grid: [[i16; 3]; 2],
+    pub inners: [Inner; 2],
+}
+
+/// Tails after the fixed part.
+#[derive(Descriptor, Clone, Debug, PartialEq)]
+pub struct Table {
+    pub id: u16,
+    pub offsets: Vec<u64>,
+    pub label: String,
+    pub modes: Vec<Mode>,
+}
+
+fn blob() -> Blob {
+    Blob {
+        gain: 1.5,
+        bias: -3,
+        seed: 0x0102_0304_0506_0708,
+        tag: *b"customop-tag-16b",
+    }
+}
+
+fn everything() -> Everything {
+    Everything {
+        a: true,
+        b: -8,
+        c: -1600,
+        d: 32_000_000,
+        e: -64_000_000_000,
+        f: 200,
+        g: 60_000,
+        h: 4_000_000_000,
+        i: u64::MAX - 1,
+        j: -0.25,
+        k: 1.0e300,
+        mode: Mode::Exact,
+        signed: Signed::Minus,
+        inner: Inner {
+            flag: true,
+            scale: -2.5,
+        },
+        grid: [[1, -2, 3], [-4, 5, -6]],
+        inners: [
+            Inner {
+                flag: false,
+                scale: 0.5,
+            },
+            Inner {
+                flag: true,
+                scale: 8.0,
+            },
+        ],
+    }
+}
+
+fn table() -> Table {
+    Table {
+        id: 7,
+        offsets: vec![1, 2, 3],
+        label: "héllo".into(),
+        modes: vec![Mode::Fast, Mode::Exact],
+    }
+}
+
+#[test]
+fn blob_packs_to_the_documented_bytes() {
+    let bytes = blob().pack();
+    assert_eq!(bytes.len(), 56);
+    assert_eq!(Blob::PACKED_SIZE, Some(56));
+    assert_eq!(&bytes[0..4], b"CUOP");
+    assert_eq!(&bytes[4..6], &1u16.to_le_bytes());
+    assert_eq!(&bytes[6..8], &[0, 0]);
+    assert_eq!(&bytes[8..12], &32u32.to_le_bytes());
+    assert_eq!(&bytes[12..16], &[0; 4]);
+    let canonical = "my_lib::Blob{gain:f32,bias:i32,seed:u64,tag:[u8;16]}";
+    assert_eq!(Blob::layout().canonical, canonical);
+    assert_eq!(
+        &bytes[16..24],
+        &fingerprint_of(canonical.as_bytes()).to_le_bytes()
+    );
+    assert_eq!(&bytes[24..28], &1.5f32.to_le_bytes());
+    assert_eq!(&bytes[28..32], &(-3i32).to_le_bytes());
+    assert_eq!(&bytes[32..40], &0x0102_0304_0506_0708u64.to_le_bytes());
+    assert_eq!(&bytes[40..56], b"customop-tag-16b");
+    assert_eq!(Blob::unpack(&bytes).unwrap(), blob());
+}
+
+#[test]
+fn fields_sit_at_natural_alignment_with_zero_padding() {
+    let l = Everything::layout();
+    let offsets: Vec<(&str, Option<usize>, usize)> = l
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size))
+        .collect();
+    assert_eq!(
+        offsets,
+        vec![
+            ("a", Some(0), 1),
+            ("b", Some(1), 1),
+            ("c", Some(2), 2),
+            ("d", Some(4), 4),
+            ("e", Some(8), 8),
+            ("f", Some(16), 1),
+            ("g", Some(18), 2),
+            ("h", Some(20), 4),
+            ("i", Some(24), 8),
+            ("j", Some(32), 4),
+            ("k", Some(40), 8),
+            ("mode", Some(48), 1),
+            ("signed", Some(52), 4),
+            ("inner", Some(56), 16),
+            ("grid", Some(72), 12),
+            ("inners", Some(88), 32),
+        ]
+    );
+    assert_eq!(l.fixed_size, 120);
+    assert_eq!(l.align, 8);
+    let bytes = everything().pack();
+    assert_eq!(bytes.len(), HEADER_SIZE + 120);
+    // Padding after `mode` (49..52) and inside `inner` (57..64) is zero.
+    assert_eq!(&bytes[HEADER_SIZE + 49..HEADER_SIZE + 52], &[0, 0, 0]);
+    assert_eq!(&bytes[HEADER_SIZE + 57..HEADER_SIZE + 64], &[0; 7]);
+    assert_eq!(Everything::unpack(&bytes).unwrap(), everything());
+    assert_eq!(
+        l.canonical,
+        "Everything{a:bool,b:i8,c:i16,d:i32,e:i64,f:u8,g:u16,h:u32,i:u64,j:f32,k:f64,\
+         mode:Mode(u8){Fast=0,Exact=1},signed:Signed(i32){Minus=-2,Plus=7},\
+         inner:Inner{flag:bool,scale:f64},grid:[[i16;3];2],inners:[Inner{flag:bool,scale:f64};2]}"
+    );
+}
+
+#[test]
+fn tails_follow_the_fixed_part() {
+    let t = table();
+    let bytes = t.pack();
+    assert_eq!(Table::PACKED_SIZE, None);
+    let p = &bytes[HEADER_SIZE..];
+    // Fixed part: id (2 bytes), rounded to align 2.
+    assert_eq!(Table::FIXED_SIZE, 2);
+    assert_eq!(&p[0..2], &7u16.to_le_bytes());
+    // offsets: pad to 4, count 3, pad to 8, three u64s.
+    assert_eq!(&p[2..4], &[0, 0]);
+    assert_eq!(&p[4..8], &3u32.to_le_bytes());
+    assert_eq!(&p[8..16], &1u64.to_le_bytes());
+    assert_eq!(&p[24..32], &3u64.to_le_bytes());
+    // label: count 6 (UTF-8 bytes), then the bytes.
+    assert_eq!(&p[32..36], &6u32.to_le_bytes());
+    assert_eq!(&p[36..42], "héllo".as_bytes());
+    // modes: pad to 4 (42..44), count 2, bytes 0 1.
+    assert_eq!(&p[42..44], &[0, 0]);
+    assert_eq!(&p[44..48], &2u32.to_le_bytes());
+    assert_eq!(&p[48..50], &[0, 1]);
+    assert_eq!(p.len(), 50);
+    assert_eq!(t.packed_len(), bytes.len());
+    assert_eq!(Table::unpack(&bytes).unwrap(), t);
+    let empty = Table {
+        id: 0,
+        offsets: vec![],
+        label: String::new(),
+        modes: vec![],
+    };
+    assert_eq!(Table::unpack(&empty.pack()).unwrap(), empty);
+}
+
+#[test]
+fn pack_into_does_not_allocate_and_checks_the_buffer() {
+    let mut buf = [0xAAu8; 64];
+    assert_eq!(blob().pack_into(&mut buf).unwrap(), 56);
+    assert_eq!(&buf[..56], &blob().pack()[..]);
+    assert_eq!(buf[56], 0xAA, "bytes past the packed length are untouched");
+    let err = blob().pack_into(&mut buf[..55]).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        &ErrorKind::BufferTooSmall {
+            needed: 56,
+            got: 55
+        }
+    );
+}
+
+#[test]
+fn unpack_accepts_any_alignment() {
+    let bytes = everything().pack();
+    let mut shifted = vec![0u8; bytes.len() + 7];
+    for shift in 0..8 {
+        shifted[shift..shift + bytes.len()].copy_from_slice(&bytes);
+        let v = Everything::unpack(&shifted[shift..shift + bytes.len()]).unwrap();
+        assert_eq!(v, everything());
+    }
+}
+
+fn kind_of<T: Descriptor + std::fmt::Debug>(bytes: &[u8]) -> (ErrorKind, String, String) {
+    let e = T::unpack(bytes).unwrap_err();
+    (e.kind().clone(), e.field().to_string(), e.to_string())
+}
+
+#[test]
+fn every_bad_input_gets_its_own_error() {
+    let good = blob().pack();
+
+    let (k, _, msg) = kind_of::<Blob>(&good[..10]);
+    assert_eq!(
+        k,
+        ErrorKind::TooShort {
+            needed: 24,
+            got: 10
+        }
+    );
+    assert!(
+        msg.starts_with("descriptor `my_lib::Blob`: too short"),
+        "{msg}"
+    );
+
+    let mut long = good.clone();
+    long.push(0);
+    let (k, _, _) = kind_of::<Blob>(&long);
+    assert_eq!(
+        k,
+        ErrorKind::PayloadLength {
+            header: 32,
+            actual: 33
+        }
+    );
+
+    // Header agrees with a longer payload: the fields end first.
+    let mut long2 = long.clone();
+    long2[8..12].copy_from_slice(&33u32.to_le_bytes());
+    let (k, _, _) = kind_of::<Blob>(&long2);
+    assert_eq!(k, ErrorKind::TooLong { used: 56, got: 57 });
+
+    let mut short = good[..50].to_vec();
+    short[8..12].copy_from_slice(&26u32.to_le_bytes());
+    let (k, _, _) = kind_of::<Blob>(&short);
+    assert_eq!(
+        k,
+        ErrorKind::TooShort {
+            needed: 56,
+            got: 50
+        }
+    );
+
+    let mut magic = good.clone();
+    magic[0] = b'X';
+    let (k, _, msg) = kind_of::<Blob>(&magic);
+    assert_eq!(k, ErrorKind::BadMagic { found: *b"XUOP" });
+    assert!(msg.contains("bad magic"), "{msg}");
+
+    let mut version = good.clone();
+    version[4] = 2;
+    let (k, _, msg) = kind_of::<Blob>(&version);
+    assert_eq!(k, ErrorKind::UnsupportedVersion { found: 2 });
+    assert!(msg.contains("unsupported format version 2"), "{msg}");
+
+    let mut flags = good.clone();
+    flags[6] = 1;
+    let (k, _, _) = kind_of::<Blob>(&flags);
+    assert_eq!(
+        k,
+        ErrorKind::ReservedBits {
+            flags: 1,
+            reserved: 0
+        }
+    );
+
+    // Bytes packed for another (known) layout name it.
+    let _ = Everything::layout();
+    let other = everything().pack();
+    let (k, _, msg) = kind_of::<Blob>(&other);
+    assert!(
+        matches!(
+            k,
+            ErrorKind::FingerprintMismatch {
+                packed_as: Some("Everything"),
+                ..
+            }
+        ),
+        "{k:?}"
+    );
+    assert!(
+        msg.contains("`my_lib::Blob`") && msg.contains("packed as `Everything`"),
+        "{msg}"
+    );
+    let mut unknown = good.clone();
+    unknown[16] ^= 0xff;
+    let (k, _, msg) = kind_of::<Blob>(&unknown);
+    assert!(matches!(
+        k,
+        ErrorKind::FingerprintMismatch {
+            packed_as: None,
+            ..
+        }
+    ));
+    assert!(msg.contains("does not know"), "{msg}");
+}
+
+#[test]
+fn field_values_are_validated_and_named() {
+    let good = everything().pack();
+    let at = |field: &str| {
+        HEADER_SIZE
+            + Everything::layout()
+                .fields
+                .iter()
+                .find(|f| f.name == field)
+                .unwrap()
+                .offset
+                .unwrap()
+    };
+
+    let mut b = good.clone();
+    b[at("a")] = 2;
+    let (k, field, msg) = kind_of::<Everything>(&b);
+    assert_eq!(k, ErrorKind::InvalidBool { byte: 2 });
+    assert_eq!(field, "a");
+    assert_eq!(
+        msg,
+        "descriptor `Everything`, field `a`: invalid bool byte 0x02 (must be 0 or 1)"
+    );
+
+    let mut b = good.clone();
+    b[at("mode")] = 9;
+    let (k, field, _) = kind_of::<Everything>(&b);
+    assert_eq!(
+        k,
+        ErrorKind::InvalidEnum {
+            name: "Mode",
+            value: 9
+        }
+    );
+    assert_eq!(field, "mode");
+
+    let mut b = good.clone();
+    b[at("signed")..at("signed") + 4].copy_from_slice(&5i32.to_le_bytes());
+    let (k, _, _) = kind_of::<Everything>(&b);
+    assert_eq!(
+        k,
+        ErrorKind::InvalidEnum {
+            name: "Signed",
+            value: 5
+        }
+    );
+
+    let mut b = good.clone();
+    b[at("inner")] = 3;
+    let (_, field, msg) = kind_of::<Everything>(&b);
+    assert_eq!(field, "inner.flag");
+    assert!(
+        msg.starts_with("descriptor `Everything`, field `inner.flag`"),
+        "{msg}"
+    );
+
+    let mut b = good.clone();
+    b[at("inners") + 16] = 7; // inners[1].flag
+    let (_, field, _) = kind_of::<Everything>(&b);
+    assert_eq!(field, "inners[1].flag");
+
+    let mut b = good.clone();
+    b[at("mode") + 1] = 1; // padding after mode
+    let (k, _, _) = kind_of::<Everything>(&b);
+    assert_eq!(k, ErrorKind::NonzeroPadding { offset: 49 });
+}
+
+#[test]
+fn tails_are_validated() {
+    let good = table().pack();
+    let p = HEADER_SIZE;
+
+    let mut b = good.clone();
+    b[p + 4..p + 8].copy_from_slice(&1_000_000u32.to_le_bytes());
+    let (k, field, _) = kind_of::<Table>(&b);
+    assert!(
+        matches!(k, ErrorKind::TailLength { len: 1_000_000, .. }),
+        "{k:?}"
+    );
+    assert_eq!(field, "offsets");
+
+    let mut b = good.clone();
+    b[p + 32..p + 36].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (k, field, _) = kind_of::<Table>(&b);
+    assert!(matches!(k, ErrorKind::TailLength { .. }), "{k:?}");
+    assert_eq!(field, "label");
+
+    let mut b = good.clone();
+    b[p + 37] = 0xff; // inside "héllo"
+    let (k, field, msg) = kind_of::<Table>(&b);
+    assert_eq!(k, ErrorKind::InvalidUtf8 { at: 1 });
+    assert_eq!(field, "label");
+    assert!(msg.contains("not valid UTF-8"), "{msg}");
+
+    let mut b = good.clone();
+    b[p + 49] = 5;
+    let (k, field, _) = kind_of::<Table>(&b);
+    assert_eq!(
+        k,
+        ErrorKind::InvalidEnum {
+            name: "Mode",
+            value: 5
+        }
+    );
+    assert_eq!(field, "modes[1]");
+
+    let mut b = good.clone();
+    b.truncate(p + 46);
+    b[8..12].copy_from_slice(&46u32.to_le_bytes());
+    let (k, field, _) = kind_of::<Table>(&b);
+    assert!(matches!(k, ErrorKind::TooShort { .. }), "{k:?}");
+    assert_eq!(field, "modes");
+}
+
+#[test]
+fn the_layout_exports_as_json() {
+    let json: serde_json::Value = serde_json::from_str(&Table::layout().to_json()).unwrap();
+    assert_eq!(json["name"], "Table");
+    assert_eq!(
+        json["fingerprint"],
+        format!(
+            "0x{:016x}",
+            fingerprint_of(json["canonical"].as_str().unwrap().as_bytes())
+        )
+    );
+    assert_eq!(json["fields"][1]["name"], "offsets");
+    assert_eq!(json["fields"][1]["offset"], serde_json::Value::Null);
+    assert_eq!(json["fields"][1]["type"]["kind"], "vec");
+    assert_eq!(json["fields"][1]["type"]["element"]["kind"], "u64");
+    assert_eq!(json["fields"][3]["type"]["element"]["kind"], "enum");
+    assert_eq!(
+        json["fields"][3]["type"]["element"]["variants"][1]["value"],
+        1
+    );
+    assert!(matches!(
+        Everything::layout().fields[13].ty,
+        TypeLayout::Struct { .. }
+    ));
+}
