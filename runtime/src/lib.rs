@@ -25,6 +25,14 @@ pub mod prelude {
     pub use customop_macros::Descriptor;
 }
 
+/// The book's chapters, compiled and run as doctests so that every example in the manual
+/// works.
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../book/src/descriptors.md")]
+    struct Descriptors;
+}
+
 /// Items the generated code names. Not part of the public API: free to change.
 #[doc(hidden)]
 pub mod __private {

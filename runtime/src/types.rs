@@ -201,6 +201,7 @@ impl TensorType {
     }
 
     /// A tensor type from a shape the caller has already checked (every dimension ≥ 0).
+    #[cfg_attr(not(feature = "mlir"), allow(dead_code))]
     pub(crate) fn from_parts(element: ElementType, shape: Vec<i64>) -> Self {
         debug_assert!(shape.iter().all(|&d| d >= 0));
         TensorType { element, shape }

@@ -5,115 +5,8 @@
 use customop::descriptor::{ErrorKind, HEADER_SIZE, TypeLayout, fingerprint_of};
 use customop::prelude::*;
 
-#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
-#[descriptor(name = "my_lib::Blob")]
-pub struct Blob {
-    pub gain: f32,
-    pub bias: i32,
-    pub seed: u64,
-    pub tag: [u8; 16],
-}
-
-#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
-#[repr(u8)]
-pub enum Mode {
-    Fast = 0,
-    Exact = 1,
-}
-
-#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
-#[repr(i32)]
-pub enum Signed {
-    Minus = -2,
-    Plus = 7,
-}
-
-#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
-pub struct Inner {
-    pub flag: bool,
-    pub scale: f64,
-}
-
-/// Every fixed field kind, with padding between them.
-#[derive(Descriptor, Clone, Debug, PartialEq)]
-pub struct Everything {
-    pub a: bool,
-    pub b: i8,
-    pub c: i16,
-    pub d: i32,
-    pub e: i64,
-    pub f: u8,
-    pub g: u16,
-    pub h: u32,
-    pub i: u64,
-    pub j: f32,
-    pub k: f64,
-    pub mode: Mode,
-    pub signed: Signed,
-    pub inner: Inner,
-    pub grid: [[i16; 3]; 2],
-    pub inners: [Inner; 2],
-}
-
-/// Tails after the fixed part.
-#[derive(Descriptor, Clone, Debug, PartialEq)]
-pub struct Table {
-    pub id: u16,
-    pub offsets: Vec<u64>,
-    pub label: String,
-    pub modes: Vec<Mode>,
-}
-
-fn blob() -> Blob {
-    Blob {
-        gain: 1.5,
-        bias: -3,
-        seed: 0x0102_0304_0506_0708,
-        tag: *b"customop-tag-16b",
-    }
-}
-
-fn everything() -> Everything {
-    Everything {
-        a: true,
-        b: -8,
-        c: -1600,
-        d: 32_000_000,
-        e: -64_000_000_000,
-        f: 200,
-        g: 60_000,
-        h: 4_000_000_000,
-        i: u64::MAX - 1,
-        j: -0.25,
-        k: 1.0e300,
-        mode: Mode::Exact,
-        signed: Signed::Minus,
-        inner: Inner {
-            flag: true,
-            scale: -2.5,
-        },
-        grid: [[1, -2, 3], [-4, 5, -6]],
-        inners: [
-            Inner {
-                flag: false,
-                scale: 0.5,
-            },
-            Inner {
-                flag: true,
-                scale: 8.0,
-            },
-        ],
-    }
-}
-
-fn table() -> Table {
-    Table {
-        id: 7,
-        offsets: vec![1, 2, 3],
-        label: "héllo".into(),
-        modes: vec![Mode::Fast, Mode::Exact],
-    }
-}
+mod common;
+use common::*;
 
 #[test]
 fn blob_packs_to_the_documented_bytes() {
@@ -485,4 +378,196 @@ fn the_layout_exports_as_json() {
         Everything::layout().fields[13].ty,
         TypeLayout::Struct { .. }
     ));
+}
+
+// --- Rust <-> Python, byte for byte --------------------------------------------------------
+//
+// python/customop/descriptors.py is written from the book's specification and does not call
+// Rust. The values below are spelled independently on both sides.
+
+mod python {
+    use super::*;
+    use customop_xla::Harness;
+    use serde_json::{Value, json};
+
+    fn hex(b: &[u8]) -> Value {
+        json!({ "hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>() })
+    }
+
+    fn unhex(v: &Value) -> Vec<u8> {
+        let s = v["hex"].as_str().expect("bytes");
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn layout_json<T: Descriptor>() -> Value {
+        serde_json::from_str(&T::layout().to_json()).unwrap()
+    }
+
+    fn everything_json() -> Value {
+        json!({
+            "a": true, "b": -8, "c": -1600, "d": 32_000_000, "e": -64_000_000_000i64,
+            "f": 200, "g": 60_000, "h": 4_000_000_000u32, "i": u64::MAX - 1,
+            "j": -0.25, "k": 1.0e300, "mode": "Exact", "signed": "Minus",
+            "inner": {"flag": true, "scale": -2.5},
+            "grid": [[1, -2, 3], [-4, 5, -6]],
+            "inners": [{"flag": false, "scale": 0.5}, {"flag": true, "scale": 8.0}],
+        })
+    }
+
+    fn table_json() -> Value {
+        json!({"id": 7, "offsets": [1, 2, 3], "label": "héllo", "modes": ["Fast", "Exact"]})
+    }
+
+    fn check_both_ways<T: Descriptor + PartialEq + std::fmt::Debug>(value: T, spelled: Value) {
+        let h = Harness::get();
+        let layout = layout_json::<T>();
+        // Python packs the independently spelled value: the same bytes as Rust.
+        let py_bytes = h
+            .py_call("descriptors", "pack", json!([layout, spelled]))
+            .unwrap();
+        assert_eq!(unhex(&py_bytes), value.pack(), "{}", T::NAME);
+        assert_eq!(T::unpack(&unhex(&py_bytes)).unwrap(), value);
+        // Python unpacks Rust's bytes into the spelled value.
+        let py_value = h
+            .py_call("descriptors", "unpack", json!([layout, hex(&value.pack())]))
+            .unwrap();
+        assert_eq!(py_value, spelled, "{}", T::NAME);
+    }
+
+    #[test]
+    fn every_field_kind_matches_python() {
+        check_both_ways(everything(), everything_json());
+        check_both_ways(table(), table_json());
+        check_both_ways(
+            blob(),
+            json!({"gain": 1.5, "bias": -3, "seed": 0x0102_0304_0506_0708u64,
+                   "tag": b"customop-tag-16b".to_vec()}),
+        );
+    }
+
+    #[test]
+    fn python_rejects_what_rust_rejects() {
+        let h = Harness::get();
+        let layout = layout_json::<Everything>();
+        let good = everything().pack();
+        let mut bad_bool = good.clone();
+        bad_bool[HEADER_SIZE] = 2;
+        let mut bad_fp = good.clone();
+        bad_fp[16] ^= 1;
+        for (bytes, want) in [
+            (bad_bool, "invalid bool"),
+            (bad_fp, "fingerprint mismatch"),
+            (good[..30].to_vec(), "payload length"),
+        ] {
+            assert!(Everything::unpack(&bytes).is_err());
+            let err = h
+                .py_call("descriptors", "unpack", json!([layout, hex(&bytes)]))
+                .unwrap_err();
+            assert!(err.contains(want), "{err}");
+        }
+    }
+}
+
+// --- Properties ------------------------------------------------------------------------------
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn mode() -> impl Strategy<Value = Mode> {
+        prop_oneof![Just(Mode::Fast), Just(Mode::Exact)]
+    }
+
+    fn inner() -> impl Strategy<Value = Inner> {
+        (any::<bool>(), any::<f64>()).prop_map(|(flag, scale)| Inner { flag, scale })
+    }
+
+    prop_compose! {
+        fn blob_s()(gain in any::<f32>(), bias in any::<i32>(), seed in any::<u64>(),
+                    tag in any::<[u8; 16]>()) -> Blob {
+            Blob { gain, bias, seed, tag }
+        }
+    }
+
+    prop_compose! {
+        fn everything_s()(ints in any::<(bool, i8, i16, i32, i64, u8, u16, u32, u64)>(),
+                          j in any::<f32>(), k in any::<f64>(), mode in mode(),
+                          signed in prop_oneof![Just(Signed::Minus), Just(Signed::Plus)],
+                          inner in inner(), grid in any::<[[i16; 3]; 2]>(),
+                          i0 in inner(), i1 in inner()) -> Everything {
+            let (a, b, c, d, e, f, g, h, i) = ints;
+            Everything { a, b, c, d, e, f, g, h, i, j, k, mode, signed, inner, grid, inners: [i0, i1] }
+        }
+    }
+
+    prop_compose! {
+        fn table_s()(id in any::<u16>(), offsets in prop::collection::vec(any::<u64>(), 0..40),
+                     label in ".{0,40}", modes in prop::collection::vec(mode(), 0..40)) -> Table {
+            Table { id, offsets, label, modes }
+        }
+    }
+
+    /// Equality that treats NaN payloads bit for bit (packing must preserve them exactly).
+    fn same_bits<T: Descriptor>(a: &T, b: &T) -> bool {
+        a.pack() == b.pack()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn blob_round_trips(v in blob_s()) {
+            let back = Blob::unpack(&v.pack()).unwrap();
+            prop_assert!(same_bits(&back, &v));
+        }
+
+        #[test]
+        fn everything_round_trips(v in everything_s()) {
+            let back = Everything::unpack(&v.pack()).unwrap();
+            prop_assert!(same_bits(&back, &v));
+        }
+
+        #[test]
+        fn table_round_trips(v in table_s()) {
+            let bytes = v.pack();
+            prop_assert_eq!(bytes.len(), v.packed_len());
+            prop_assert_eq!(Table::unpack(&bytes).unwrap(), v);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+            let _ = Blob::unpack(&bytes);
+            let _ = Everything::unpack(&bytes);
+            let _ = Table::unpack(&bytes);
+        }
+
+        /// Valid bytes with a few bytes changed: unpack errors or returns a value that packs
+        /// back to exactly those bytes (nothing is silently reinterpreted).
+        #[test]
+        fn mutated_bytes_are_rejected_or_exact(v in table_s(), e in everything_s(),
+                                               edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4)) {
+            for mut bytes in [v.pack(), e.pack()] {
+                for (i, b) in &edits {
+                    let at = i.index(bytes.len());
+                    bytes[at] = *b;
+                }
+                if let Ok(t) = Table::unpack(&bytes) {
+                    prop_assert_eq!(t.pack(), bytes.clone());
+                }
+                if let Ok(t) = Everything::unpack(&bytes) {
+                    prop_assert_eq!(t.pack(), bytes.clone());
+                }
+            }
+        }
+
+        /// A header that claims a huge tail never makes unpack allocate past the input.
+        #[test]
+        fn huge_counts_fail_fast(count in 4u32..) {
+            let mut bytes = table().pack();
+            bytes[HEADER_SIZE + 4..HEADER_SIZE + 8].copy_from_slice(&count.to_le_bytes());
+            prop_assert!(Table::unpack(&bytes).is_err());
+        }
+    }
 }

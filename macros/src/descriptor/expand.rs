@@ -143,6 +143,11 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
         }
     });
     let names = fields.iter().map(|f| f.ident);
+    let placeholders = fields.iter().map(|f| {
+        let fi = f.ident;
+        let ty = f.ty;
+        quote!(#fi: <#ty as #de::Wire>::placeholder())
+    });
 
     let wire_impl = if has_tails {
         TokenStream::new()
@@ -165,6 +170,9 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                 #[inline]
                 fn read(__bytes: &[u8]) -> ::core::result::Result<Self, #de::DescriptorError> {
                     <#ident as #de::Descriptor>::__read_payload(__bytes)
+                }
+                fn placeholder() -> Self {
+                    #ident { #(#placeholders),* }
                 }
             }
         }
@@ -276,6 +284,9 @@ fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
         }
     };
     let idents: Vec<&syn::Ident> = e.variants.iter().map(|v| v.ident).collect();
+    let Some(first) = idents.first() else {
+        return TokenStream::new();
+    };
     let lits: Vec<TokenStream> = values.iter().map(|&v| lit(v)).collect();
     let vnames = idents.iter().map(|i| i.to_string());
     let vvalues = values.iter().map(|&v| Literal::i64_suffixed(v));
@@ -310,6 +321,9 @@ fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
                             #de::ErrorKind::InvalidEnum { name: #name, value: __other as i64 },
                         )),
                     }
+                }
+                fn placeholder() -> Self {
+                    #ident::#first
                 }
             }
             impl #de::WireEnum for #ident {

@@ -3,8 +3,15 @@
 use core::fmt;
 
 /// Why bytes could not be unpacked (or a value packed): which descriptor, which field, what.
+///
+/// One pointer wide, so that `Result<T, DescriptorError>` stays small on the success path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DescriptorError {
+    inner: Box<Inner>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Inner {
     descriptor: &'static str,
     field: String,
     kind: ErrorKind,
@@ -106,63 +113,71 @@ pub enum ErrorKind {
 
 impl DescriptorError {
     /// An error of `kind` in descriptor `descriptor`, not in a particular field.
+    #[cold]
     pub fn new(descriptor: &'static str, kind: ErrorKind) -> Self {
         DescriptorError {
-            descriptor,
-            field: String::new(),
-            kind,
+            inner: Box::new(Inner {
+                descriptor,
+                field: String::new(),
+                kind,
+            }),
         }
     }
 
     /// An error of `kind` in a field; the derive adds the field's name and the descriptor's.
+    #[cold]
     pub fn field_error(kind: ErrorKind) -> Self {
         DescriptorError::new("", kind)
     }
 
     /// The error, seen from the enclosing field `name` (prepends `name.` to the path).
     #[doc(hidden)]
+    #[cold]
     pub fn in_field(mut self, name: &str) -> Self {
-        if self.field.is_empty() {
-            self.field = name.to_string();
-        } else if self.field.starts_with('[') {
-            self.field = format!("{name}{}", self.field);
+        let field = &mut self.inner.field;
+        if field.is_empty() {
+            *field = name.to_string();
+        } else if field.starts_with('[') {
+            *field = format!("{name}{field}");
         } else {
-            self.field = format!("{name}.{}", self.field);
+            *field = format!("{name}.{field}");
         }
         self
     }
 
     /// The error, seen from descriptor `name`: the outermost descriptor names the error.
     #[doc(hidden)]
+    #[cold]
     pub fn in_descriptor(mut self, name: &'static str) -> Self {
-        self.descriptor = name;
+        self.inner.descriptor = name;
         self
     }
 
     /// The descriptor being unpacked.
     pub fn descriptor(&self) -> &'static str {
-        self.descriptor
+        self.inner.descriptor
     }
 
     /// The field path (`inner.mode`), empty for header errors.
     pub fn field(&self) -> &str {
-        &self.field
+        &self.inner.field
     }
 
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
-        &self.kind
+        &self.inner.kind
     }
 }
 
 impl fmt::Display for DescriptorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "descriptor `{}`", self.descriptor)?;
-        if !self.field.is_empty() {
-            write!(f, ", field `{}`", self.field)?;
+        let e = &*self.inner;
+        write!(f, "descriptor `{}`", e.descriptor)?;
+        if !e.field.is_empty() {
+            write!(f, ", field `{}`", e.field)?;
         }
         f.write_str(": ")?;
-        match &self.kind {
+        match &e.kind {
             ErrorKind::TooShort { needed, got } => {
                 write!(f, "too short: {got} bytes, at least {needed} needed")
             }

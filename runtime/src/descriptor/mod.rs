@@ -164,7 +164,8 @@ pub fn check_header<'b>(
             got: bytes.len(),
         });
     }
-    if bytes[0..4] != MAGIC {
+    // Compared as one word: a slice comparison would call memcmp.
+    if le_u32(bytes, 0) != u32::from_le_bytes(MAGIC) {
         let mut found = [0u8; 4];
         found.copy_from_slice(&bytes[0..4]);
         return err(ErrorKind::BadMagic { found });

@@ -23,6 +23,26 @@ pub trait Wire: Sized {
     fn write(&self, out: &mut [u8]);
     /// Reads a value from `bytes` (exactly `SIZE` bytes), validating it.
     fn read(bytes: &[u8]) -> Result<Self, DescriptorError>;
+    /// Whether every byte pattern of `SIZE` bytes is a valid value (integers, floats and arrays
+    /// of them): such values are read without checks.
+    const PLAIN: bool = false;
+    #[doc(hidden)]
+    /// Reads a value of a `PLAIN` type (exactly `SIZE` bytes); other types never call it.
+    #[inline]
+    fn read_plain(bytes: &[u8]) -> Self {
+        let _ = bytes;
+        Self::placeholder()
+    }
+    #[doc(hidden)]
+    /// Reads `[Self; N]` of a `PLAIN` type from exactly `N * SIZE` bytes.
+    #[inline]
+    fn read_plain_array<const N: usize>(bytes: &[u8]) -> [Self; N] {
+        core::array::from_fn(|i| Self::read_plain(&bytes[i * Self::SIZE..(i + 1) * Self::SIZE]))
+    }
+    #[doc(hidden)]
+    /// Any value of the type: stands in for an array element that failed to read, so that
+    /// arrays are read in one pass (the array's read then returns the error).
+    fn placeholder() -> Self;
 }
 
 /// A field-less enum with an explicit integer `repr` (the derive implements it, and [`Wire`]).
@@ -47,15 +67,56 @@ macro_rules! wire_int {
                 a.copy_from_slice(bytes);
                 Ok(<$t>::from_le_bytes(a))
             }
+            #[inline]
+            fn placeholder() -> Self { 0 as $t }
+            const PLAIN: bool = true;
+            #[inline]
+            fn read_plain(bytes: &[u8]) -> Self {
+                let mut a = [0u8; core::mem::size_of::<$t>()];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
         }
     )*};
 }
 
 wire_int!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+    u16 => U16, u32 => U32, u64 => U64,
     f32 => F32, f64 => F64,
 );
+
+/// `u8`, whose arrays (tags, names, raw bytes) are read with one copy.
+impl Wire for u8 {
+    const SIZE: usize = 1;
+    const ALIGN: usize = 1;
+    const PLAIN: bool = true;
+    fn describe() -> TypeLayout {
+        TypeLayout::U8
+    }
+    #[inline]
+    fn write(&self, out: &mut [u8]) {
+        out[0] = *self;
+    }
+    #[inline]
+    fn read(bytes: &[u8]) -> Result<Self, DescriptorError> {
+        Ok(bytes[0])
+    }
+    #[inline]
+    fn read_plain(bytes: &[u8]) -> Self {
+        bytes[0]
+    }
+    #[inline]
+    fn read_plain_array<const N: usize>(bytes: &[u8]) -> [Self; N] {
+        let mut out = [0u8; N];
+        out.copy_from_slice(bytes);
+        out
+    }
+    #[inline]
+    fn placeholder() -> Self {
+        0
+    }
+}
 
 impl Wire for bool {
     const SIZE: usize = 1;
@@ -76,6 +137,10 @@ impl Wire for bool {
                 byte,
             })),
         }
+    }
+    #[inline]
+    fn placeholder() -> Self {
+        false
     }
 }
 
@@ -99,28 +164,33 @@ impl<T: Wire, const N: usize> Wire for [T; N] {
     }
     #[inline]
     fn read(bytes: &[u8]) -> Result<Self, DescriptorError> {
+        if T::PLAIN {
+            // Every byte pattern is a value: one pass, nothing to check.
+            return Ok(T::read_plain_array::<N>(bytes));
+        }
         let mut err = None;
-        let out: [Option<T>; N] = core::array::from_fn(|i| {
-            let chunk = &bytes[i * T::SIZE..(i + 1) * T::SIZE];
-            match T::read(chunk) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    if err.is_none() {
-                        err = Some(e.in_field(&format!("[{i}]")));
-                    }
-                    None
+        let out = core::array::from_fn(|i| match T::read(&bytes[i * T::SIZE..(i + 1) * T::SIZE]) {
+            Ok(v) => v,
+            Err(e) => {
+                if err.is_none() {
+                    err = Some(e.in_field(&format!("[{i}]")));
                 }
+                T::placeholder()
             }
         });
-        if let Some(e) = err {
-            return Err(e);
+        match err {
+            None => Ok(out),
+            Some(e) => Err(e),
         }
-        // Every element is Some when no error was recorded.
-        let mut out = out.into_iter();
-        Ok(core::array::from_fn(|_| match out.next() {
-            Some(Some(v)) => v,
-            _ => unreachable!("an element failed without an error"),
-        }))
+    }
+    #[inline]
+    fn placeholder() -> Self {
+        core::array::from_fn(|_| T::placeholder())
+    }
+    const PLAIN: bool = T::PLAIN;
+    #[inline]
+    fn read_plain(bytes: &[u8]) -> Self {
+        T::read_plain_array::<N>(bytes)
     }
 }
 
@@ -235,6 +305,15 @@ pub fn read_vec_tail<T: Wire>(
             })
             .in_field(name));
         }
+    }
+    let end = data + len * T::SIZE;
+    if T::PLAIN {
+        let out = payload[data..end]
+            .chunks_exact(T::SIZE.max(1))
+            .take(len)
+            .map(T::read_plain)
+            .collect();
+        return Ok((out, end));
     }
     let mut out = Vec::with_capacity(len);
     let mut p = data;

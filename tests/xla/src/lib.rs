@@ -246,6 +246,46 @@ impl Harness {
         }
     }
 
+    /// Calls `function` of the Python helper's module `customop.<module>` (in `python/`) with
+    /// JSON arguments; bytes travel as `{"hex": "..."}`. Returns the result, or the Python
+    /// exception's message.
+    pub fn py_call(
+        &self,
+        module: &str,
+        function: &str,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let request = serde_json::json!({"module": module, "function": function, "args": args});
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("pycall.py");
+        let mut child = Command::new(&self.python)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the Python helper");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(request.to_string().as_bytes())
+            .expect("write the request");
+        let out = child
+            .wait_with_output()
+            .expect("wait for the Python helper");
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "the Python helper gave no answer ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        if answer["ok"] == serde_json::Value::Bool(true) {
+            Ok(answer["result"].clone())
+        } else {
+            Err(answer["error"].as_str().unwrap_or("?").to_string())
+        }
+    }
+
     /// Parses and verifies `module` with jaxlib's MLIR (StableHLO registered).
     pub fn verify(&self, module: &str) -> Result<(), XlaError> {
         self.ask(&Request {

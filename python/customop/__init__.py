@@ -1,0 +1,1 @@
+"""customop's Python helper: descriptors packed byte-for-byte as Rust does (descriptors.py)."""

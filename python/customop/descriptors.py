@@ -1,0 +1,283 @@
+"""Wire format v1 of customop descriptors, written from the book's specification.
+
+This module does not call Rust. Given a descriptor layout (the JSON that
+`Descriptor::layout().to_json()` and the manifest export), it packs Python values into the
+exact bytes Rust's `Descriptor::pack` writes, and unpacks and validates them as
+`Descriptor::unpack` does.
+
+Values: bool -> bool, integers -> int, floats -> float, arrays and Vec -> list, nested
+descriptors -> dict, enums -> the variant's name (str), String -> str.
+"""
+
+import struct
+
+MAGIC = b"CUOP"
+FORMAT_VERSION = 1
+HEADER_SIZE = 24
+
+_PRIMS = {
+    # kind: (struct code, size)
+    "bool": ("B", 1),
+    "i8": ("b", 1), "i16": ("h", 2), "i32": ("i", 4), "i64": ("q", 8),
+    "u8": ("B", 1), "u16": ("H", 2), "u32": ("I", 4), "u64": ("Q", 8),
+    "f32": ("f", 4), "f64": ("d", 8),
+}
+_REPRS = {"u8": "u8", "u16": "u16", "u32": "u32", "i32": "i32"}
+
+
+class DescriptorError(ValueError):
+    """Bytes that are not a valid packing of the layout."""
+
+
+def fingerprint(canonical):
+    """FNV-1a 64 of the canonical layout string's UTF-8 bytes."""
+    h = 0xCBF29CE484222325
+    for b in canonical.encode("utf-8"):
+        h ^= b
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _align_up(at, align):
+    return (at + align - 1) // align * align
+
+
+def _is_tail(t):
+    return t["kind"] in ("vec", "string")
+
+
+def size_align(t):
+    """(size, alignment) of a fixed-layout type."""
+    k = t["kind"]
+    if k in _PRIMS:
+        s = _PRIMS[k][1]
+        return s, s
+    if k == "enum":
+        s = _PRIMS[t["repr"]][1]
+        return s, s
+    if k == "array":
+        s, a = size_align(t["element"])
+        return s * t["len"], a
+    if k == "struct":
+        return struct_fixed(t["layout"])[1:]
+    raise DescriptorError("%s is not a fixed-layout type" % k)
+
+
+def struct_fixed(layout):
+    """(offsets of fixed fields by name, fixed size rounded up, alignment)."""
+    offsets, at, max_align = {}, 0, 1
+    for f in layout["fields"]:
+        if _is_tail(f["type"]):
+            continue
+        s, a = size_align(f["type"])
+        max_align = max(max_align, a)
+        at = _align_up(at, a)
+        offsets[f["name"]] = at
+        at += s
+    return offsets, _align_up(at, max_align), max_align
+
+
+def canonical(t):
+    """The canonical spelling of a type (for a struct: of its layout)."""
+    k = t["kind"]
+    if k in _PRIMS:
+        return k
+    if k == "array":
+        return "[%s;%d]" % (canonical(t["element"]), t["len"])
+    if k == "struct":
+        return layout_canonical(t["layout"])
+    if k == "enum":
+        vs = ",".join("%s=%d" % (v["name"], v["value"]) for v in t["variants"])
+        return "%s(%s){%s}" % (t["name"], t["repr"], vs)
+    if k == "vec":
+        return "Vec<%s>" % canonical(t["element"])
+    if k == "string":
+        return "String"
+    raise DescriptorError("unknown type kind %r" % k)
+
+
+def layout_canonical(layout):
+    fields = ",".join("%s:%s" % (f["name"], canonical(f["type"])) for f in layout["fields"])
+    return "%s{%s}" % (layout["name"], fields)
+
+
+def check_layout(layout):
+    """Recomputes the canonical string, fingerprint and offsets from the spec and checks that
+    the exported layout agrees. Returns the fingerprint."""
+    c = layout_canonical(layout)
+    if c != layout["canonical"]:
+        raise DescriptorError("canonical string %r, layout says %r" % (c, layout["canonical"]))
+    fp = fingerprint(c)
+    if "0x%016x" % fp != layout["fingerprint"]:
+        raise DescriptorError("fingerprint 0x%016x, layout says %s" % (fp, layout["fingerprint"]))
+    offsets, size, align = struct_fixed(layout)
+    if size != layout["fixed_size"] or align != layout["align"]:
+        raise DescriptorError("fixed size/align %d/%d, layout says %d/%d"
+                              % (size, align, layout["fixed_size"], layout["align"]))
+    for f in layout["fields"]:
+        if offsets.get(f["name"]) != f["offset"]:
+            raise DescriptorError("field %s at %r, layout says %r"
+                                  % (f["name"], offsets.get(f["name"]), f["offset"]))
+    return fp
+
+
+# --- packing --------------------------------------------------------------------------------
+
+def _write(t, value, buf, at):
+    k = t["kind"]
+    if k == "bool":
+        if not isinstance(value, bool):
+            raise TypeError("expected bool, got %r" % (value,))
+        buf[at] = 1 if value else 0
+    elif k in _PRIMS:
+        struct.pack_into("<" + _PRIMS[k][0], buf, at, value)
+    elif k == "enum":
+        by_name = {v["name"]: v["value"] for v in t["variants"]}
+        if value not in by_name:
+            raise ValueError("%r is not a variant of %s" % (value, t["name"]))
+        struct.pack_into("<" + _PRIMS[t["repr"]][0], buf, at, by_name[value])
+    elif k == "array":
+        s, _ = size_align(t["element"])
+        if len(value) != t["len"]:
+            raise ValueError("expected %d elements, got %d" % (t["len"], len(value)))
+        for i, v in enumerate(value):
+            _write(t["element"], v, buf, at + i * s)
+    elif k == "struct":
+        _write_fixed(t["layout"], value, buf, at)
+    else:
+        raise DescriptorError("%s cannot be written in the fixed part" % k)
+
+
+def _write_fixed(layout, value, buf, at):
+    offsets, _, _ = struct_fixed(layout)
+    for f in layout["fields"]:
+        if not _is_tail(f["type"]):
+            _write(f["type"], value[f["name"]], buf, at + offsets[f["name"]])
+
+
+def pack(layout, value):
+    """Packs `value` (a dict of field name -> value) as wire format v1."""
+    fp = check_layout(layout)
+    _, fixed, _ = struct_fixed(layout)
+    payload = bytearray(fixed)
+    _write_fixed(layout, value, payload, 0)
+    for f in layout["fields"]:
+        t = f["type"]
+        if not _is_tail(t):
+            continue
+        v = value[f["name"]]
+        payload.extend(b"\0" * (_align_up(len(payload), 4) - len(payload)))
+        if t["kind"] == "string":
+            data = v.encode("utf-8")
+            payload.extend(struct.pack("<I", len(data)))
+            payload.extend(data)
+        else:
+            payload.extend(struct.pack("<I", len(v)))
+            s, a = size_align(t["element"])
+            payload.extend(b"\0" * (_align_up(len(payload), a) - len(payload)))
+            start = len(payload)
+            payload.extend(b"\0" * (s * len(v)))
+            for i, x in enumerate(v):
+                _write(t["element"], x, payload, start + i * s)
+    header = MAGIC + struct.pack("<HHIIQ", FORMAT_VERSION, 0, len(payload), 0, fp)
+    return bytes(header) + bytes(payload)
+
+
+# --- unpacking ------------------------------------------------------------------------------
+
+def _read(t, data, at, path):
+    k = t["kind"]
+    if k == "bool":
+        b = data[at]
+        if b not in (0, 1):
+            raise DescriptorError("%s: invalid bool byte 0x%02x" % (path, b))
+        return b == 1
+    if k in _PRIMS:
+        return struct.unpack_from("<" + _PRIMS[k][0], data, at)[0]
+    if k == "enum":
+        v = struct.unpack_from("<" + _PRIMS[t["repr"]][0], data, at)[0]
+        for var in t["variants"]:
+            if var["value"] == v:
+                return var["name"]
+        raise DescriptorError("%s: %d is not a discriminant of enum %s" % (path, v, t["name"]))
+    if k == "array":
+        s, _ = size_align(t["element"])
+        return [_read(t["element"], data, at + i * s, "%s[%d]" % (path, i)) for i in range(t["len"])]
+    if k == "struct":
+        return _read_fixed(t["layout"], data, at, path + ".")
+    raise DescriptorError("%s cannot be read from the fixed part" % k)
+
+
+def _read_fixed(layout, data, at, prefix=""):
+    offsets, fixed, _ = struct_fixed(layout)
+    out, used = {}, set()
+    for f in layout["fields"]:
+        t = f["type"]
+        if _is_tail(t):
+            continue
+        off = at + offsets[f["name"]]
+        out[f["name"]] = _read(t, data, off, prefix + f["name"])
+        used.update(range(off, off + size_align(t)[0]))
+    if t_padding_nonzero(data, at, fixed, used):
+        raise DescriptorError("%snonzero padding byte" % prefix)
+    return out
+
+
+def t_padding_nonzero(data, at, size, used):
+    return any(data[i] != 0 for i in range(at, at + size) if i not in used)
+
+
+def unpack(layout, data):
+    """Validates `data` as a packing of `layout` and returns the value as a dict."""
+    fp = check_layout(layout)
+    data = bytes(data)
+    if len(data) < HEADER_SIZE:
+        raise DescriptorError("too short: %d bytes" % len(data))
+    magic = data[:4]
+    version, flags, plen, reserved, found = struct.unpack_from("<HHIIQ", data, 4)
+    if magic != MAGIC:
+        raise DescriptorError("bad magic %r" % magic)
+    if version != FORMAT_VERSION:
+        raise DescriptorError("unsupported format version %d" % version)
+    if flags or reserved:
+        raise DescriptorError("reserved header fields must be zero")
+    if found != fp:
+        raise DescriptorError("fingerprint mismatch: expected 0x%016x, found 0x%016x" % (fp, found))
+    payload = data[HEADER_SIZE:]
+    if plen != len(payload):
+        raise DescriptorError("payload length %d, %d bytes follow" % (plen, len(payload)))
+    _, fixed, _ = struct_fixed(layout)
+    if len(payload) < fixed:
+        raise DescriptorError("too short for the fixed part")
+    out = _read_fixed(layout, payload, 0)
+    at = fixed
+    for f in layout["fields"]:
+        t = f["type"]
+        if not _is_tail(t):
+            continue
+        count_at = _align_up(at, 4)
+        if len(payload) < count_at + 4 or any(payload[at:count_at]):
+            raise DescriptorError("%s: bad tail header" % f["name"])
+        (n,) = struct.unpack_from("<I", payload, count_at)
+        at = count_at + 4
+        if t["kind"] == "string":
+            if n > len(payload) - at:
+                raise DescriptorError("%s: tail length %d out of range" % (f["name"], n))
+            try:
+                out[f["name"]] = payload[at:at + n].decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DescriptorError("%s: invalid UTF-8" % f["name"]) from e
+            at += n
+        else:
+            s, a = size_align(t["element"])
+            start = _align_up(at, a)
+            if start > len(payload) or any(payload[at:start]):
+                raise DescriptorError("%s: bad tail padding" % f["name"])
+            if n * max(s, 1) > len(payload) - start:
+                raise DescriptorError("%s: tail length %d out of range" % (f["name"], n))
+            out[f["name"]] = [_read(t["element"], payload, start + i * s, "%s[%d]" % (f["name"], i))
+                              for i in range(n)]
+            at = start + n * s
+    if at != len(payload):
+        raise DescriptorError("too long: %d bytes left over" % (len(payload) - at))
+    return out
