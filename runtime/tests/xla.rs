@@ -4,7 +4,7 @@
 //!
 //! One test binary for all of them: each binary that links MLIR is ~160 MB.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
 
 use customop::lower::{External, Module};
 use customop::{ElementType, TensorType};
@@ -85,4 +85,503 @@ fn the_harness_rejects_broken_modules() {
             "{from} -> {to}: {err}"
         );
     }
+}
+
+// --- Every op of the builder, run on XLA and checked against Rust arithmetic -----------------
+
+use customop::lower::{BinaryOp, Compare, CustomCall, DotDims, ReduceOp, UnaryOp};
+use customop_xla::{Ffi, Job, Probe, Target};
+
+fn t(e: ElementType, shape: &[i64]) -> TensorType {
+    TensorType::new(e, shape).unwrap()
+}
+
+fn close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let tol = 1e-5 * w.abs().max(1.0);
+        assert!(
+            ((*g as f64) - w).abs() <= tol,
+            "{what}[{i}]: XLA {g}, Rust {w}"
+        );
+    }
+}
+
+#[test]
+fn elementwise_ops_match_rust() {
+    let x: Vec<f32> = vec![0.5, 1.0, 1.5, 2.0, 2.5, 3.0];
+    let y: Vec<f32> = vec![2.0, 0.5, 1.0, 3.0, 0.25, 1.5];
+    let ty = t(ElementType::F32, &[2, 3]);
+    let mut m = Module::new();
+    let mut f = m.entry("main", [ty.clone(), ty.clone()]).unwrap();
+    let (a, b) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let unary = [
+        UnaryOp::Negate,
+        UnaryOp::Sine,
+        UnaryOp::Cosine,
+        UnaryOp::Exponential,
+        UnaryOp::Log,
+        UnaryOp::Tanh,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Abs,
+    ];
+    let binary = [
+        BinaryOp::Add,
+        BinaryOp::Subtract,
+        BinaryOp::Multiply,
+        BinaryOp::Divide,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Power,
+    ];
+    let mut outs = Vec::new();
+    for op in unary {
+        outs.push(f.unary(op, &a).unwrap());
+    }
+    for op in binary {
+        outs.push(f.binary(op, &a, &b).unwrap());
+    }
+    f.ret(&outs.iter().collect::<Vec<_>>()).unwrap();
+    let text = m.to_text().unwrap();
+    let got = Harness::get()
+        .run(&text, &[Array::f32(&[2, 3], &x), Array::f32(&[2, 3], &y)])
+        .unwrap();
+    let unary_rust: [fn(f64) -> f64; 9] = [
+        |v| -v,
+        f64::sin,
+        f64::cos,
+        f64::exp,
+        f64::ln,
+        f64::tanh,
+        f64::sqrt,
+        |v| 1.0 / v.sqrt(),
+        f64::abs,
+    ];
+    let binary_rust: [fn(f64, f64) -> f64; 7] = [
+        |a, b| a + b,
+        |a, b| a - b,
+        |a, b| a * b,
+        |a, b| a / b,
+        f64::max,
+        f64::min,
+        f64::powf,
+    ];
+    for (i, op) in unary.iter().enumerate() {
+        let want: Vec<f64> = x.iter().map(|&v| unary_rust[i](v as f64)).collect();
+        close(&got[i].to_f32(), &want, op.op_name());
+    }
+    for (i, op) in binary.iter().enumerate() {
+        let want: Vec<f64> = x
+            .iter()
+            .zip(&y)
+            .map(|(&a, &b)| binary_rust[i](a as f64, b as f64))
+            .collect();
+        close(&got[unary.len() + i].to_f32(), &want, op.op_name());
+    }
+}
+
+#[test]
+fn structural_ops_match_rust() {
+    // x: 2x3 f32 = [[1,2,3],[4,5,6]]
+    let x: Vec<f32> = vec![1.0, -2.0, 3.0, -4.0, 5.0, -6.0];
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2, 3])]).unwrap();
+    let a = f.arg(0).unwrap();
+    let c = f
+        .constant::<f32>(&[2, 3], &[0.0, 0.0, 10.0, 0.0, 0.0, 10.0])
+        .unwrap();
+    let lt = f.compare(Compare::Lt, &a, &c).unwrap(); // x < c
+    let sel = f.select(&lt, &a, &c).unwrap(); // min(x, c) elementwise
+    let conv = f.convert(&a, ElementType::I32).unwrap();
+    let resh = f.reshape(&a, &[3, 2]).unwrap();
+    let row = f.constant::<f32>(&[3], &[10.0, 20.0, 30.0]).unwrap();
+    let bcast = f.broadcast_in_dim(&row, &[2, 3], &[1]).unwrap();
+    let tr = f.transpose(&a, &[1, 0]).unwrap();
+    let w = f
+        .constant::<f32>(&[3, 2], &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+        .unwrap();
+    let mm = f.dot_general(&a, &w, &DotDims::matmul()).unwrap(); // 2x2
+    let sum = f.reduce(ReduceOp::Add, &a, &[1]).unwrap(); // [2]
+    let mx = f.reduce(ReduceOp::Max, &a, &[0]).unwrap(); // [3]
+    let cat = f.concatenate(&[&a, &a], 0).unwrap(); // 4x3
+    let sl = f.slice(&a, &[0, 1], &[2, 3], &[1, 2]).unwrap(); // 2x1: columns 1
+    let ints = f.constant::<i32>(&[2], &[7, -9]).unwrap();
+    let flags = f
+        .constant::<bool>(&[2, 2], &[true, false, true, true])
+        .unwrap();
+    f.ret(&[
+        &sel, &conv, &resh, &bcast, &tr, &mm, &sum, &mx, &cat, &sl, &ints, &flags,
+    ])
+    .unwrap();
+    let text = m.to_text().unwrap();
+    let got = Harness::get()
+        .run(&text, &[Array::f32(&[2, 3], &x)])
+        .unwrap();
+    let xs = |i: usize, j: usize| x[i * 3 + j];
+    let cv = [0.0f32, 0.0, 10.0, 0.0, 0.0, 10.0];
+    let want_sel: Vec<f32> = x
+        .iter()
+        .zip(&cv)
+        .map(|(&a, &c)| if a < c { a } else { c })
+        .collect();
+    assert_eq!(got[0].to_f32(), want_sel, "compare + select");
+    assert_eq!(got[1].to_i32(), vec![1, -2, 3, -4, 5, -6], "convert");
+    assert_eq!(got[2].shape, vec![3, 2]);
+    assert_eq!(got[2].to_f32(), x, "reshape keeps row-major order");
+    assert_eq!(
+        got[3].to_f32(),
+        vec![10.0, 20.0, 30.0, 10.0, 20.0, 30.0],
+        "broadcast"
+    );
+    let want_tr: Vec<f32> = (0..3)
+        .flat_map(|j| (0..2).map(move |i| (i, j)))
+        .map(|(i, j)| xs(i, j))
+        .collect();
+    assert_eq!(got[4].to_f32(), want_tr, "transpose");
+    let wv = [[1.0f32, 0.0], [0.0, 1.0], [1.0, 1.0]];
+    let mut want_mm = vec![];
+    for i in 0..2 {
+        for k in 0..2 {
+            want_mm.push((0..3).map(|j| xs(i, j) * wv[j][k]).sum::<f32>());
+        }
+    }
+    assert_eq!(got[5].to_f32(), want_mm, "dot_general");
+    assert_eq!(got[6].to_f32(), vec![2.0, -5.0], "reduce add over rows");
+    assert_eq!(
+        got[7].to_f32(),
+        vec![1.0, 5.0, 3.0],
+        "reduce max over columns"
+    );
+    assert_eq!(got[8].shape, vec![4, 3]);
+    assert_eq!(
+        got[8].to_f32(),
+        [x.clone(), x.clone()].concat(),
+        "concatenate"
+    );
+    assert_eq!(got[9].shape, vec![2, 1]);
+    assert_eq!(got[9].to_f32(), vec![xs(0, 1), xs(1, 1)], "slice");
+    assert_eq!(got[10].to_i32(), vec![7, -9], "integer constant");
+    assert_eq!(got[11].dtype, "bool");
+    assert_eq!(got[11].bytes(), vec![1, 0, 1, 1], "bool constant");
+}
+
+#[test]
+fn batched_dot_general() {
+    // [2, 2, 3] x [2, 3, 1] with batch dim 0: per-batch matrix-vector products.
+    let a: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let b: Vec<f32> = vec![1.0, 2.0, 3.0, -1.0, 0.0, 1.0];
+    let mut m = Module::new();
+    let mut f = m
+        .entry(
+            "main",
+            [
+                t(ElementType::F32, &[2, 2, 3]),
+                t(ElementType::F32, &[2, 3, 1]),
+            ],
+        )
+        .unwrap();
+    let (l, r) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let dims = DotDims {
+        lhs_batch: vec![0],
+        rhs_batch: vec![0],
+        lhs_contracting: vec![2],
+        rhs_contracting: vec![1],
+    };
+    let y = f.dot_general(&l, &r, &dims).unwrap();
+    assert_eq!(y.shape(), &[2, 2, 1]);
+    f.ret(&[&y]).unwrap();
+    let got = Harness::get()
+        .run(
+            &m.to_text().unwrap(),
+            &[Array::f32(&[2, 2, 3], &a), Array::f32(&[2, 3, 1], &b)],
+        )
+        .unwrap();
+    let mut want = vec![];
+    for batch in 0..2 {
+        for i in 0..2 {
+            want.push(
+                (0..3)
+                    .map(|k| a[batch * 6 + i * 3 + k] * b[batch * 3 + k])
+                    .sum::<f32>(),
+            );
+        }
+    }
+    assert_eq!(got[0].to_f32(), want);
+}
+
+#[test]
+fn misuse_is_refused_before_mlir() {
+    let mut m = Module::new();
+    let h = m.helper("h", [t(ElementType::F32, &[2])]).unwrap();
+    let foreign = h.arg(0).unwrap();
+    h.ret(&[&foreign]).unwrap();
+    let mut f = m
+        .entry(
+            "main",
+            [t(ElementType::F32, &[2, 3]), t(ElementType::I32, &[2, 3])],
+        )
+        .unwrap();
+    let (x, i) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let msg =
+        |r: Result<customop::lower::Value, customop::lower::BuildError>| r.unwrap_err().to_string();
+    assert!(msg(f.add(&x, &i)).contains("two operands of one type"));
+    assert!(msg(f.sine(&i)).contains("floating-point"));
+    assert!(msg(f.reshape(&x, &[4, 2])).contains("cannot reshape"));
+    assert!(msg(f.transpose(&x, &[0, 0])).contains("appears twice"));
+    assert!(msg(f.broadcast_in_dim(&x, &[2, 4], &[0, 1])).contains("cannot broadcast"));
+    assert!(msg(f.dot_general(&x, &x, &DotDims::matmul())).contains("has size 3"));
+    assert!(msg(f.reduce(ReduceOp::Add, &x, &[2])).contains("dimensions"));
+    assert!(msg(f.slice(&x, &[0, 0], &[3, 1], &[1, 1])).contains("do not fit"));
+    assert!(msg(f.concatenate(&[&x, &i], 0)).contains("differ"));
+    assert!(msg(f.constant::<f32>(&[2], &[1.0])).contains("2 elements, got 1"));
+    assert!(msg(f.select(&x, &x, &x)).contains("predicate must be i1"));
+    assert!(msg(f.sine(&foreign)).contains("comes from function `h`"));
+    let other = {
+        let mut m2 = Module::new();
+        let g = m2.entry("main", [t(ElementType::F32, &[2])]).unwrap();
+        g.arg(0).unwrap()
+    };
+    assert!(msg(f.sine(&other)).contains("another module"));
+}
+
+/// A 56-byte descriptor, as the seed's external.
+#[derive(customop::Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "my_lib::Blob")]
+pub struct Blob {
+    pub gain: f32,
+    pub bias: i32,
+    pub seed: u64,
+    pub tag: [u8; 16],
+}
+
+fn c_handlers() -> (Ffi, std::path::PathBuf) {
+    let h = Harness::get();
+    let src = customop_xla::workspace_root().join("tests/xla/c/scale.c");
+    let lib = h.build_c_library(&src, "customop_test_handlers");
+    let ffi = Ffi {
+        library: lib.clone(),
+        targets: vec![
+            Target {
+                name: "customop_test.scale".into(),
+                symbol: "customop_test_scale".into(),
+            },
+            Target {
+                name: "customop_test.count".into(),
+                symbol: "customop_test_count".into(),
+            },
+        ],
+    };
+    (ffi, lib)
+}
+
+/// `scale(blob, x)` through the C test handler: `2 * x + blob.pack()[24]`.
+fn scale(
+    f: &mut customop::lower::FuncBuilder<'_>,
+    blob: &customop::lower::Value,
+    x: &customop::lower::Value,
+) -> customop::lower::Value {
+    let results = [x.ty().clone()];
+    let operands = [blob, x];
+    f.custom_call(CustomCall::new("customop_test.scale", &operands, &results))
+        .unwrap()
+        .pop()
+        .unwrap()
+}
+
+#[test]
+fn externals_are_lifted_through_two_levels_of_helpers() {
+    let ty = t(ElementType::F32, &[4]);
+    let mut m = Module::new();
+    // inner declares the external; middle only calls inner; main calls middle.
+    let mut inner = m.helper("inner", [ty.clone()]).unwrap();
+    let blob = inner.external::<Blob>("blob").unwrap();
+    let x = inner.arg(0).unwrap();
+    let y = scale(&mut inner, blob.value(), &x);
+    let inner = inner.ret(&[&y]).unwrap();
+    let mut middle = m.helper("middle", [ty.clone()]).unwrap();
+    let x = middle.arg(0).unwrap();
+    let y = middle.call(&inner, &[&x]).unwrap().pop().unwrap();
+    let z = middle.sine(&y).unwrap();
+    let middle = middle.ret(&[&z]).unwrap();
+    let mut main = m.entry("main", [ty.clone()]).unwrap();
+    let x = main.arg(0).unwrap();
+    let y = main.call(&middle, &[&x]).unwrap().pop().unwrap();
+    main.ret(&[&y]).unwrap();
+
+    assert_eq!(m.externals().len(), 1);
+    assert_eq!(m.externals()[0].size, 56);
+    let text = m.to_text().unwrap();
+    // The entry has the annotated argument; each helper takes it as a trailing parameter and
+    // every call site passes it along.
+    assert!(text.contains(&format!(
+        r#"func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<56xui8> {{customop.external = {{descriptor = "my_lib::Blob", fingerprint = "0x{:016x}", mutable = false, size = 56 : i64}}}}) -> tensor<4xf32>"#,
+        <Blob as customop::Descriptor>::fingerprint()
+    )), "{text}");
+    assert!(
+        text.contains("func.func private @middle(%arg0: tensor<4xf32>, %arg1: tensor<56xui8>)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("func.func private @inner(%arg0: tensor<4xf32>, %arg1: tensor<56xui8>)"),
+        "{text}"
+    );
+    assert!(text.contains("call @middle(%arg0, %arg1)"), "{text}");
+    assert!(text.contains("call @inner(%arg0, %arg1)"), "{text}");
+
+    let (ffi, _) = c_handlers();
+    let blob = Blob {
+        gain: 0.0,
+        bias: 0,
+        seed: 0,
+        tag: [0; 16],
+    };
+    let mut packed = customop::Descriptor::pack(&blob);
+    packed[24] = 3; // the first payload byte, which the C handler adds
+    let xs = [0.0f32, 0.5, 1.0, -1.0];
+    let out = Harness::get()
+        .run_many(
+            &text,
+            Some(&ffi),
+            &[vec![Array::f32(&[4], &xs), Array::u8(&[56], &packed)]],
+        )
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    let want: Vec<f64> = xs.iter().map(|&v| (2.0 * v as f64 + 3.0).sin()).collect();
+    close(&out[0].to_f32(), &want, "sin(scale(x))");
+}
+
+#[test]
+fn the_same_external_name_is_one_argument_and_a_clash_is_an_error() {
+    #[derive(customop::Descriptor)]
+    #[descriptor(name = "other::Cfg")]
+    struct Other {
+        x: u32,
+    }
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[1])]).unwrap();
+    let a = f.external::<Blob>("cfg").unwrap();
+    let b = f.external::<Blob>("cfg").unwrap();
+    assert_eq!(a.value(), b.value());
+    let err = f.external::<Other>("cfg").unwrap_err().to_string();
+    assert!(
+        err.contains("my_lib::Blob") && err.contains("other::Cfg"),
+        "{err}"
+    );
+    let _ = Other { x: 0 }.x;
+}
+
+#[test]
+fn unused_side_effecting_ops_survive_and_run() {
+    let ty = t(ElementType::F32, &[3]);
+    let mut m = Module::new();
+    let mut f = m.entry("main", [ty.clone()]).unwrap();
+    let x = f.arg(0).unwrap();
+    let operands = [&x];
+    let results = [t(ElementType::F32, &[3])];
+    for _ in 0..2 {
+        let mut call = CustomCall::new("customop_test.count", &operands, &results);
+        call.has_side_effect = true;
+        f.custom_call(call).unwrap(); // results unused
+    }
+    let y = f.sine(&x).unwrap();
+    f.ret(&[&y]).unwrap();
+    let text = m.to_text().unwrap();
+    assert_eq!(text.matches("stablehlo.custom_call").count(), 2, "{text}");
+    assert_eq!(text.matches("has_side_effect = true").count(), 2, "{text}");
+    let (ffi, lib) = c_handlers();
+    let outcome = Harness::get()
+        .execute(&Job {
+            text: &text,
+            ffi: Some(&ffi),
+            runs: vec![vec![Array::f32(&[3], &[0.0, 1.0, 2.0])]; 3],
+            probes: vec![Probe {
+                library: lib,
+                symbol: "customop_test_count_calls".into(),
+            }],
+            ..Job::default()
+        })
+        .unwrap();
+    assert!(outcome.runs.iter().all(|r| r.is_ok()));
+    // Two calls per execution, three executions: XLA kept both unused ops.
+    assert_eq!(outcome.probes, vec![6]);
+}
+
+/// An MLP block with a custom op in the middle: dense -> relu -> scale(blob, .) -> dense.
+fn mlp() -> (Module, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let w1: Vec<f32> = (0..12).map(|i| (i as f32 - 5.0) * 0.1).collect(); // 4x3
+    let w2: Vec<f32> = (0..6).map(|i| (i as f32) * 0.2 - 0.5).collect(); // 3x2
+    let b1 = vec![0.1f32, -0.2, 0.3];
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2, 4])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let blob = f.external::<Blob>("blob").unwrap();
+    let w1v = f.constant::<f32>(&[4, 3], &w1).unwrap();
+    let h = f.dot_general(&x, &w1v, &DotDims::matmul()).unwrap();
+    let b1v = f.constant::<f32>(&[3], &b1).unwrap();
+    let b1b = f.broadcast_in_dim(&b1v, &[2, 3], &[1]).unwrap();
+    let h = f.add(&h, &b1b).unwrap();
+    let zero = f.constant_splat(h.ty(), 0.0).unwrap();
+    let h = f.max(&h, &zero).unwrap();
+    let h = scale(&mut f, blob.value(), &h);
+    let w2v = f.constant::<f32>(&[3, 2], &w2).unwrap();
+    let y = f.dot_general(&h, &w2v, &DotDims::matmul()).unwrap();
+    f.ret(&[&y]).unwrap();
+    (m, w1, b1, w2)
+}
+
+#[test]
+fn an_mlp_block_around_a_custom_op_runs() {
+    let (m, w1, b1, w2) = mlp();
+    let xs: Vec<f32> = vec![1.0, -1.0, 0.5, 2.0, 0.0, 1.5, -0.5, 1.0];
+    let mut packed = customop::Descriptor::pack(&Blob {
+        gain: 1.0,
+        bias: 0,
+        seed: 0,
+        tag: [0; 16],
+    });
+    packed[24] = 1;
+    let inputs = vec![Array::f32(&[2, 4], &xs), Array::u8(&[56], &packed)];
+    let (ffi, _) = c_handlers();
+    let h = Harness::get();
+    // Text and bytecode both verify, compile and give the same numbers.
+    let text = m.to_text().unwrap();
+    let bytecode = m.to_bytecode().unwrap();
+    let mut outs = vec![];
+    for job in [
+        Job {
+            text: &text,
+            ..Job::default()
+        },
+        Job {
+            bytecode: Some(&bytecode),
+            ..Job::default()
+        },
+    ] {
+        let job = Job {
+            ffi: Some(&ffi),
+            runs: vec![inputs.clone()],
+            ..job
+        };
+        outs.push(h.execute(&job).unwrap().runs.pop().unwrap().unwrap());
+    }
+    // Independently: the same arithmetic in f64.
+    let mut want = vec![];
+    for r in 0..2 {
+        let hid: Vec<f64> = (0..3)
+            .map(|j| {
+                let s: f64 = (0..4)
+                    .map(|k| xs[r * 4 + k] as f64 * w1[k * 3 + j] as f64)
+                    .sum();
+                2.0 * (s + b1[j] as f64).max(0.0) + 1.0
+            })
+            .collect();
+        for k in 0..2 {
+            want.push((0..3).map(|j| hid[j] * w2[j * 2 + k] as f64).sum::<f64>());
+        }
+    }
+    close(&outs[0][0].to_f32(), &want, "mlp (text)");
+    close(&outs[1][0].to_f32(), &want, "mlp (bytecode)");
 }

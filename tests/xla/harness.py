@@ -111,8 +111,22 @@ def compile_text(text):
     return backend, device, backend.compile_and_load(text, [device], jaxlib._jax.CompileOptions())
 
 
+def call_probes(probes):
+    """Calls each `int64_t symbol(void)` named in `probes` (handler-side counters)."""
+    out = []
+    for p in probes:
+        lib = _LOADED.get(p["library"]) or ctypes.CDLL(p["library"])
+        _LOADED[p["library"]] = lib
+        fn = getattr(lib, p["symbol"])
+        fn.restype = ctypes.c_int64
+        out.append(int(fn()))
+    return out
+
+
 def handle(request):
     text = request["module"]
+    if "module_hex" in request:
+        text = bytes.fromhex(request["module_hex"])
     action = request.get("action", "run")
     err = parse_and_verify(text)
     if err is not None or action == "verify":
@@ -139,7 +153,7 @@ def handle(request):
         except Exception as e:
             results.append(_fail("execute", e))
     if "runs" in request:
-        return {"ok": True, "runs": results}
+        return {"ok": True, "runs": results, "probes": call_probes(request.get("probes", []))}
     return results[0]
 
 

@@ -290,8 +290,11 @@ fn mlir_err(e: melior::Error) -> BuildError {
     BuildError::new(format!("MLIR: {e}"))
 }
 
-/// Builds, verifies and prints `m`.
-pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
+/// Builds and verifies `m`, then hands the module to `out`.
+fn with_module<R>(
+    m: &Module,
+    out: impl FnOnce(&melior::ir::Module<'_>) -> Result<R, BuildError>,
+) -> Result<R, BuildError> {
     let ctx = context();
     let diagnostics = Rc::new(RefCell::new(Vec::<String>::new()));
     let sink = diagnostics.clone();
@@ -299,23 +302,31 @@ pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
         sink.borrow_mut().push(d.to_string());
         true
     });
-    let result = (|| {
-        let module = build(&ctx, m)?;
+    let result = build(&ctx, m).and_then(|module| {
         if !module.as_operation().verify() {
             return Err(BuildError::new(format!(
                 "MLIR's verifier rejected the module: {}",
                 diagnostics.borrow().join("; ")
             )));
         }
-        let text = match form {
-            Form::Pretty => module.as_operation().to_string(),
-            Form::Generic => module
-                .as_operation()
-                .to_string_with_flags(OperationPrintingFlags::new().print_generic_operation_form())
-                .map_err(mlir_err)?,
-        };
-        Ok(text)
-    })();
+        out(&module)
+    });
     ctx.detach_diagnostic_handler(id);
     result
+}
+
+/// Builds, verifies and prints `m`.
+pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
+    with_module(m, |module| match form {
+        Form::Pretty => Ok(module.as_operation().to_string()),
+        Form::Generic => module
+            .as_operation()
+            .to_string_with_flags(OperationPrintingFlags::new().print_generic_operation_form())
+            .map_err(mlir_err),
+    })
+}
+
+/// Builds, verifies and writes `m` as MLIR bytecode.
+pub(crate) fn bytecode(m: &Module) -> Result<Vec<u8>, BuildError> {
+    with_module(m, |module| Ok(module.as_operation().write_bytecode()))
 }

@@ -13,11 +13,15 @@
 
 mod attr;
 mod emit;
+mod ops;
 
 pub use attr::Attr;
+pub use ops::{Compare, ConstantElement, DotDims};
 
+use crate::descriptor::Descriptor;
 use crate::types::{ElementType, TensorType};
 use core::fmt;
+use core::marker::PhantomData;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -131,6 +135,36 @@ impl External {
             ("size".into(), Attr::I64(self.size as i64)),
             ("mutable".into(), Attr::Bool(self.mutable)),
         ])
+    }
+}
+
+/// A typed handle to an external argument holding a `T` descriptor
+/// ([`FuncBuilder::external`]). Ops that take a `T` accept it; its [`Value`] is the
+/// `tensor<Nxui8>` argument.
+pub struct Ext<T> {
+    value: Value,
+    _descriptor: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Ext<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ext").field("value", &self.value).finish()
+    }
+}
+
+impl<T> Clone for Ext<T> {
+    fn clone(&self) -> Self {
+        Ext {
+            value: self.value.clone(),
+            _descriptor: PhantomData,
+        }
+    }
+}
+
+impl<T> Ext<T> {
+    /// The external's value (a `tensor<Nxui8>`) in the function that declared it.
+    pub fn value(&self) -> &Value {
+        &self.value
     }
 }
 
@@ -302,6 +336,12 @@ impl Module {
         emit::print(self, emit::Form::Generic)
     }
 
+    /// The module as MLIR bytecode (`mlirOperationWriteBytecode`), after MLIR's verifier
+    /// accepted it. jaxlib parses and compiles it like the text.
+    pub fn to_bytecode(&self) -> Result<Vec<u8>, BuildError> {
+        emit::bytecode(self)
+    }
+
     pub(crate) fn funcs(&self) -> &[FuncData] {
         &self.funcs
     }
@@ -374,8 +414,34 @@ impl FuncBuilder<'_> {
         Ok(())
     }
 
+    /// Declares an external argument holding a `T` descriptor, named `name`: it becomes an
+    /// argument of the entry function, `tensor<Nxui8>` with `N = T::PACKED_SIZE`, annotated with
+    /// the descriptor's name, fingerprint and size. Declared in a helper, it is threaded through
+    /// every call to it. `T` must have a fixed layout (no `Vec`/`String` tails), since tensor
+    /// shapes are static.
+    pub fn external<T: Descriptor>(&mut self, name: &str) -> Result<Ext<T>, BuildError> {
+        let Some(size) = T::PACKED_SIZE else {
+            return Err(BuildError::new(format!(
+                "external `{name}`: descriptor `{}` has variable-length tails; an external \
+                 argument needs a fixed packed size",
+                T::NAME
+            )));
+        };
+        let value = self.external_raw(External {
+            name: name.to_string(),
+            descriptor: T::NAME.to_string(),
+            fingerprint: T::fingerprint(),
+            size,
+            mutable: false,
+        })?;
+        Ok(Ext {
+            value,
+            _descriptor: PhantomData,
+        })
+    }
+
     /// Declares an external argument by its raw facts (the typed form is
-    /// `FuncBuilder::external::<T>`). The same name declared again, anywhere in the module, is
+    /// [`FuncBuilder::external`]). The same name declared again, anywhere in the module, is
     /// the same argument; declared with other facts, it is an error naming both.
     pub fn external_raw(&mut self, spec: External) -> Result<Value, BuildError> {
         let idx = match self.module.external_by_name.get(&spec.name) {
@@ -512,6 +578,21 @@ impl FuncBuilder<'_> {
         self.unary(UnaryOp::Sine, x)
     }
 
+    /// `stablehlo.negate`.
+    pub fn negate(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.unary(UnaryOp::Negate, x)
+    }
+
+    /// `stablehlo.exponential`.
+    pub fn exp(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.unary(UnaryOp::Exponential, x)
+    }
+
+    /// `stablehlo.tanh`.
+    pub fn tanh(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.unary(UnaryOp::Tanh, x)
+    }
+
     /// An elementwise op of two operands of one type (`stablehlo.add` and friends).
     pub fn binary(&mut self, op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Value, BuildError> {
         let name = op.op_name();
@@ -534,6 +615,16 @@ impl FuncBuilder<'_> {
     /// `stablehlo.add`.
     pub fn add(&mut self, lhs: &Value, rhs: &Value) -> Result<Value, BuildError> {
         self.binary(BinaryOp::Add, lhs, rhs)
+    }
+
+    /// `stablehlo.multiply`.
+    pub fn mul(&mut self, lhs: &Value, rhs: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Multiply, lhs, rhs)
+    }
+
+    /// `stablehlo.maximum`.
+    pub fn max(&mut self, lhs: &Value, rhs: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Maximum, lhs, rhs)
     }
 
     /// `stablehlo.reduce` of `x` over `dims` with an `add` or `max` body; the reduced dimensions

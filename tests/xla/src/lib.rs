@@ -128,14 +128,52 @@ impl fmt::Display for XlaError {
 
 impl std::error::Error for XlaError {}
 
+/// An `int64_t symbol(void)` of a loaded library, called after the runs (a handler-side
+/// counter, say).
+#[derive(Clone, Debug, Serialize)]
+pub struct Probe {
+    /// Path of the shared library.
+    pub library: PathBuf,
+    /// The function's symbol.
+    pub symbol: String,
+}
+
+/// What one compile-and-run job returned.
+#[derive(Debug)]
+pub struct Outcome {
+    /// One result per run, in order.
+    pub runs: Vec<Result<Vec<Array>, XlaError>>,
+    /// The probes' values after the last run.
+    pub probes: Vec<i64>,
+}
+
+/// A module to compile once and run on several input sets, in one process.
+#[derive(Debug, Default)]
+pub struct Job<'a> {
+    /// StableHLO text (or empty when `bytecode` is set).
+    pub text: &'a str,
+    /// MLIR bytecode instead of text.
+    pub bytecode: Option<&'a [u8]>,
+    /// Handlers to register first.
+    pub ffi: Option<&'a Ffi>,
+    /// Input sets, one execution each.
+    pub runs: Vec<Vec<Array>>,
+    /// Counters to read after the runs.
+    pub probes: Vec<Probe>,
+}
+
 #[derive(Serialize)]
 struct Request<'a> {
     module: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module_hex: Option<String>,
     action: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     runs: Option<&'a [Vec<Array>]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ffi: Option<&'a Ffi>,
+    #[serde(skip_serializing_if = "<[Probe]>::is_empty")]
+    probes: &'a [Probe],
 }
 
 #[derive(Deserialize)]
@@ -149,6 +187,8 @@ struct Answer {
     outputs: Vec<Array>,
     #[serde(default)]
     runs: Vec<Answer>,
+    #[serde(default)]
+    probes: Vec<i64>,
 }
 
 impl Answer {
@@ -290,9 +330,11 @@ impl Harness {
     pub fn verify(&self, module: &str) -> Result<(), XlaError> {
         self.ask(&Request {
             module,
+            module_hex: None,
             action: "verify",
             runs: None,
             ffi: None,
+            probes: &[],
         })
         .into_result()
         .map(drop)
@@ -302,9 +344,11 @@ impl Harness {
     pub fn compile(&self, module: &str, ffi: Option<&Ffi>) -> Result<(), XlaError> {
         self.ask(&Request {
             module,
+            module_hex: None,
             action: "compile",
             runs: None,
             ffi,
+            probes: &[],
         })
         .into_result()
         .map(drop)
@@ -325,16 +369,57 @@ impl Harness {
         ffi: Option<&Ffi>,
         runs: &[Vec<Array>],
     ) -> Result<Vec<Result<Vec<Array>, XlaError>>, XlaError> {
-        let answer = self.ask(&Request {
-            module,
-            action: "run",
-            runs: Some(runs),
+        self.execute(&Job {
+            text: module,
             ffi,
+            runs: runs.to_vec(),
+            ..Job::default()
+        })
+        .map(|o| o.runs)
+    }
+
+    /// Runs a [`Job`]: parse, verify, register, compile once, execute each run, read probes.
+    pub fn execute(&self, job: &Job<'_>) -> Result<Outcome, XlaError> {
+        let answer = self.ask(&Request {
+            module: job.text,
+            module_hex: job
+                .bytecode
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect()),
+            action: "run",
+            runs: Some(&job.runs),
+            ffi: job.ffi,
+            probes: &job.probes,
         });
         if !answer.ok {
             return Err(answer.into_result().expect_err("not ok"));
         }
-        Ok(answer.runs.into_iter().map(Answer::into_result).collect())
+        Ok(Outcome {
+            probes: answer.probes,
+            runs: answer.runs.into_iter().map(Answer::into_result).collect(),
+        })
+    }
+
+    /// Compiles a C source file of handlers against jaxlib's XLA FFI header into a shared
+    /// library under `target/xla-c/`, and returns its path.
+    pub fn build_c_library(&self, source: &Path, name: &str) -> PathBuf {
+        let out = Command::new(&self.python)
+            .args(["-c", "import jax; print(jax.ffi.include_dir())"])
+            .output()
+            .expect("ask jax for its FFI include dir");
+        let include = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let dir = workspace_root().join("target/xla-c");
+        std::fs::create_dir_all(&dir).expect("create target/xla-c");
+        let lib = dir.join(format!("lib{name}.so"));
+        let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-O2", "-shared", "-fPIC", "-I"])
+            .arg(&include)
+            .arg(source)
+            .arg("-o")
+            .arg(&lib)
+            .status()
+            .expect("run the C compiler");
+        assert!(status.success(), "compiling {} failed", source.display());
+        lib
     }
 }
 
