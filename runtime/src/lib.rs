@@ -31,6 +31,9 @@ pub mod prelude {
 mod book {
     #[doc = include_str!("../../book/src/descriptors.md")]
     struct Descriptors;
+
+    #[doc = include_str!("../../book/src/building-programs.md")]
+    struct BuildingPrograms;
 }
 
 /// Items the generated code names. Not part of the public API: free to change.

@@ -7,8 +7,9 @@
 //! Today the model carries the external argument (lifted and annotated) but the custom op itself
 //! lands with `#[custom_op]`; the module is otherwise the seed's.
 
-use customop::lower::{BuildError, External, Module};
+use customop::lower::{BuildError, Module};
 use customop::{ElementType, TensorType};
+use customop_examples::Blob;
 use customop_xla::{Array, Harness};
 use std::process::ExitCode;
 
@@ -17,13 +18,7 @@ fn build() -> Result<Module, BuildError> {
     let mut m = Module::new();
     let mut f = m.entry("main", [x_ty.clone()])?;
     let x = f.arg(0)?;
-    f.external_raw(External {
-        name: "external".into(),
-        descriptor: "my_lib::Blob".into(),
-        fingerprint: 0,
-        size: 56,
-        mutable: false,
-    })?;
+    f.external::<Blob>("external")?;
     let s = f.sine(&x)?;
     let one = f.constant_splat(&x_ty, 1.0)?;
     let y = f.add(&s, &one)?;

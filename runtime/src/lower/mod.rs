@@ -33,7 +33,8 @@ pub struct BuildError {
 }
 
 impl BuildError {
-    pub(crate) fn new(message: impl Into<String>) -> Self {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
         BuildError {
             message: message.into(),
         }
