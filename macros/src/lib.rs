@@ -6,6 +6,7 @@
 
 mod ctxt;
 mod descriptor;
+mod op;
 
 use proc_macro::TokenStream;
 
@@ -15,4 +16,12 @@ use proc_macro::TokenStream;
 pub fn derive_descriptor(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     descriptor::derive(&input).into()
+}
+
+/// Declares a custom op from a Rust function: generates a companion module (same name as the
+/// function) with the op's schema, its StableHLO lowering (`call`) and its XLA FFI handler,
+/// and registers the op. See the book's "Declaring ops" chapter.
+#[proc_macro_attribute]
+pub fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
+    op::custom_op(args.into(), item.into()).into()
 }

@@ -6,13 +6,25 @@
 extern crate self as customop;
 
 pub mod descriptor;
+pub mod ffi;
+pub mod schema;
+pub mod tensor;
 pub mod types;
 
 #[cfg(feature = "mlir")]
 pub mod lower;
+#[cfg(feature = "mlir")]
+#[doc(hidden)]
+pub mod op_support;
 
 pub use descriptor::{Descriptor, DescriptorError};
+pub use schema::OpSchema;
+pub use tensor::{ErrorCode, OpError, Opaque, TensorMut, TensorRef};
 pub use types::{Element, ElementType, TensorType};
+
+/// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
+/// handler. See the book's "Declaring ops" chapter.
+pub use customop_macros::custom_op;
 
 /// Derives [`Descriptor`] for a struct, or the field trait [`descriptor::Wire`] for a field-less
 /// enum with an explicit `#[repr]`.
@@ -21,8 +33,9 @@ pub use customop_macros::Descriptor;
 /// The names most code needs: `use customop::prelude::*;`.
 pub mod prelude {
     pub use crate::descriptor::{Descriptor, DescriptorError};
+    pub use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
     pub use crate::types::{ElementType, TensorType};
-    pub use customop_macros::Descriptor;
+    pub use customop_macros::{Descriptor, custom_op};
 }
 
 /// The book's chapters, compiled and run as doctests so that every example in the manual
@@ -39,10 +52,38 @@ mod book {
 /// Items the generated code names. Not part of the public API: free to change.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::__if_mlir as if_mlir;
     pub use crate::descriptor;
+    pub use crate::ffi;
+    #[cfg(feature = "mlir")]
+    pub use crate::lower;
+    #[cfg(feature = "mlir")]
+    pub use crate::op_support;
+    pub use crate::schema;
+    pub use crate::tensor;
+    pub use crate::types;
     pub use core;
+    pub use inventory;
     pub use std::boxed::Box;
-    pub use std::string::ToString;
+    pub use std::string::{String, ToString};
     pub use std::sync::OnceLock;
     pub use std::vec::Vec;
+}
+
+/// Expands to its input when customop is built with the `mlir` feature (generated lowerings),
+/// to nothing otherwise (kernel cdylibs).
+#[cfg(feature = "mlir")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_mlir {
+    ($($t:tt)*) => { $($t)* };
+}
+
+/// Expands to its input when customop is built with the `mlir` feature (generated lowerings),
+/// to nothing otherwise (kernel cdylibs).
+#[cfg(not(feature = "mlir"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_mlir {
+    ($($t:tt)*) => {};
 }

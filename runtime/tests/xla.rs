@@ -361,7 +361,7 @@ fn c_handlers() -> (Ffi, std::path::PathBuf) {
     let lib = h.build_c_library(&src, "customop_test_handlers");
     let ffi = Ffi {
         library: lib.clone(),
-        targets: vec![
+        targets: Some(vec![
             Target {
                 name: "customop_test.scale".into(),
                 symbol: "customop_test_scale".into(),
@@ -370,7 +370,7 @@ fn c_handlers() -> (Ffi, std::path::PathBuf) {
                 name: "customop_test.count".into(),
                 symbol: "customop_test_count".into(),
             },
-        ],
+        ]),
     };
     (ffi, lib)
 }

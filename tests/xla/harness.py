@@ -69,6 +69,17 @@ def register_ffi(spec):
     except OSError as e:
         return _fail("load", e)
     _LOADED[library] = lib
+    if "targets" not in spec:
+        # A customop cdylib: register every op of its manifest.
+        import os
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        from customop.xla import Library
+
+        try:
+            Library(library).register()
+        except Exception as e:
+            return _fail("register", e)
+        return None
     for target in spec.get("targets", []):
         try:
             fn = getattr(lib, target["symbol"])

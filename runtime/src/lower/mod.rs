@@ -11,7 +11,7 @@
 //! Nothing is ever removed: an op whose results are unused (a side-effecting custom call, say)
 //! stays in the printed program.
 
-mod attr;
+pub(crate) mod attr;
 mod emit;
 mod ops;
 
@@ -139,33 +139,44 @@ impl External {
     }
 }
 
-/// A typed handle to an external argument holding a `T` descriptor
-/// ([`FuncBuilder::external`]). Ops that take a `T` accept it; its [`Value`] is the
-/// `tensor<Nxui8>` argument.
-pub struct Ext<T> {
+/// A value holding a packed `T` descriptor: an external argument ([`FuncBuilder::external`])
+/// or an op's opaque result. Ops that take a `T` accept it, and only those: passing a
+/// `Desc<A>` where a `Desc<B>` is expected does not compile. Its [`Value`] is a
+/// `tensor<Nxui8>`.
+pub struct Desc<T> {
     value: Value,
     _descriptor: PhantomData<fn() -> T>,
 }
 
-impl<T> fmt::Debug for Ext<T> {
+impl<T> fmt::Debug for Desc<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ext").field("value", &self.value).finish()
+        f.debug_struct("Desc").field("value", &self.value).finish()
     }
 }
 
-impl<T> Clone for Ext<T> {
+impl<T> Clone for Desc<T> {
     fn clone(&self) -> Self {
-        Ext {
+        Desc {
             value: self.value.clone(),
             _descriptor: PhantomData,
         }
     }
 }
 
-impl<T> Ext<T> {
-    /// The external's value (a `tensor<Nxui8>`) in the function that declared it.
+impl<T> Desc<T> {
+    /// The value (a `tensor<Nxui8>`) in the function that made it.
     pub fn value(&self) -> &Value {
         &self.value
+    }
+
+    /// Wraps a value that holds a packed `T` (generated lowerings do this for opaque results;
+    /// the caller vouches for the bytes' type).
+    #[doc(hidden)]
+    pub fn from_value_unchecked(value: Value) -> Self {
+        Desc {
+            value,
+            _descriptor: PhantomData,
+        }
     }
 }
 
@@ -420,7 +431,7 @@ impl FuncBuilder<'_> {
     /// the descriptor's name, fingerprint and size. Declared in a helper, it is threaded through
     /// every call to it. `T` must have a fixed layout (no `Vec`/`String` tails), since tensor
     /// shapes are static.
-    pub fn external<T: Descriptor>(&mut self, name: &str) -> Result<Ext<T>, BuildError> {
+    pub fn external<T: Descriptor>(&mut self, name: &str) -> Result<Desc<T>, BuildError> {
         let Some(size) = T::PACKED_SIZE else {
             return Err(BuildError::new(format!(
                 "external `{name}`: descriptor `{}` has variable-length tails; an external \
@@ -435,7 +446,7 @@ impl FuncBuilder<'_> {
             size,
             mutable: false,
         })?;
-        Ok(Ext {
+        Ok(Desc {
             value,
             _descriptor: PhantomData,
         })
@@ -489,6 +500,17 @@ impl FuncBuilder<'_> {
             at: ValRef::External(idx),
             ty,
         })
+    }
+
+    /// Marks the external behind `v` as updated in place (`mutable = true` in its annotation).
+    /// Values that are not externals are left alone.
+    pub fn mark_external_mutable(&mut self, v: &Value) {
+        if let ValRef::External(i) = v.at
+            && v.module == self.module.id
+            && let Some(e) = self.module.externals.get_mut(i as usize)
+        {
+            e.mutable = true;
+        }
     }
 
     /// Appends a generic op. Operands must belong to this function; result types are given.

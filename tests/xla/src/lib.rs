@@ -103,8 +103,50 @@ pub struct Target {
 pub struct Ffi {
     /// Path of the shared library.
     pub library: PathBuf,
-    /// Targets to register from it.
-    pub targets: Vec<Target>,
+    /// Targets to register from it; `None` registers every op of a customop cdylib's
+    /// manifest (through `python/customop/xla.py`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<Target>>,
+}
+
+impl Ffi {
+    /// Every op of a customop kernel cdylib, from its manifest.
+    pub fn customop_library(library: PathBuf) -> Ffi {
+        Ffi {
+            library,
+            targets: None,
+        }
+    }
+}
+
+/// Builds the example kernel cdylib (`customop-example-kernels`) on its own, so that it is
+/// compiled exactly as a kernel crate is, without MLIR, into `target/kernels`, and returns
+/// its path. Built once per test process.
+pub fn example_kernels() -> PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let root = workspace_root();
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(&root)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "customop-example-kernels",
+                "--target-dir",
+                "target/kernels",
+            ])
+            .status()
+            .expect("run cargo build for the example kernels");
+        assert!(
+            status.success(),
+            "building the example kernel cdylib failed"
+        );
+        let lib = root.join("target/kernels/debug/libcustomop_example_kernels.so");
+        assert!(lib.exists(), "{} is missing", lib.display());
+        lib
+    })
+    .clone()
 }
 
 /// What jaxlib rejected, and at which stage.

@@ -1,0 +1,182 @@
+//! The example kernels: every parameter kind of `#[custom_op]`, as a cdylib that XLA loads.
+//!
+//! Build the cdylib (no MLIR is linked: `customop` comes with `default-features = false`):
+//! `cargo build -p customop-example-kernels`. Model code uses the same crate as an rlib with
+//! customop's `mlir` feature, for the lowerings.
+
+use customop::prelude::*;
+
+pub use customop_example_kernel_lib::affine;
+
+/// The seed model's opaque structure: a 32-byte payload (56 bytes packed).
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "my_lib::Blob")]
+pub struct Blob {
+    /// Multiplies each row sum.
+    pub gain: f32,
+    /// Added after rounding.
+    pub bias: i32,
+    /// Carried, not used by the arithmetic.
+    pub seed: u64,
+    /// A tag.
+    pub tag: [u8; 16],
+}
+
+/// The seed op: `y[i] = saturate_i8(round(gain * sum_j x[i, j]) + bias)`.
+#[custom_op(name = "my_custom_library::custom_op_external", side_effect)]
+pub fn custom_op_external(
+    #[external] blob: &Blob,
+    x: TensorRef<'_, f32, 2>,
+    #[out(shape = [x.dim(0)])] mut y: TensorMut<'_, i8>,
+) -> Result<(), OpError> {
+    let cols = x.dim(1);
+    for (i, out) in y.as_mut_slice().iter_mut().enumerate() {
+        let row = &x.as_slice()[i * cols..(i + 1) * cols];
+        let sum: f32 = row.iter().sum();
+        let v = (blob.gain * sum).round() as i64 + i64::from(blob.bias);
+        *out = v.clamp(i64::from(i8::MIN), i64::from(i8::MAX)) as i8;
+    }
+    Ok(())
+}
+
+/// How `rms_norm` scales.
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[repr(u8)]
+pub enum NormMode {
+    /// `y = x / rms * scale`.
+    Scale = 0,
+    /// `y = x / rms * scale + shift`.
+    ScaleShift = 1,
+}
+
+/// A compile-time descriptor attribute of `rms_norm`.
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::NormCfg")]
+pub struct NormCfg {
+    /// Multiplies the normalised rows.
+    pub scale: f32,
+    /// Added in `ScaleShift` mode.
+    pub shift: f32,
+    /// The mode.
+    pub mode: NormMode,
+}
+
+/// Row-wise RMS norm: `y[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * scale (+ shift)`.
+#[custom_op(name = "example::rms_norm")]
+pub fn rms_norm(
+    x: TensorRef<'_, f32, 2>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+    #[attr] eps: f32,
+    #[attr] cfg: &NormCfg,
+) -> Result<(), OpError> {
+    let cols = x.dim(1);
+    if cols == 0 {
+        return Ok(());
+    }
+    let out = y.as_mut_slice();
+    for (i, row) in x.as_slice().chunks(cols).enumerate() {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / cols as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for (j, v) in row.iter().enumerate() {
+            let shift = if cfg.mode == NormMode::ScaleShift {
+                cfg.shift
+            } else {
+                0.0
+            };
+            out[i * cols + j] = v * inv * cfg.scale + shift;
+        }
+    }
+    Ok(())
+}
+
+/// State that `counter_step` updates in place.
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Counter")]
+pub struct Counter {
+    /// How many times the op ran.
+    pub calls: u64,
+    /// The sum of every input element seen.
+    pub total: f64,
+}
+
+/// `y = x + calls` after counting this call; accumulates the inputs' sum in the state.
+#[custom_op(name = "example::counter_step")]
+pub fn counter_step(
+    #[external] state: &mut Counter,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    state.calls += 1;
+    state.total += x.as_slice().iter().map(|&v| f64::from(v)).sum::<f64>();
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = v + state.calls as f32;
+    }
+    Ok(())
+}
+
+/// Statistics that one op produces and another consumes (an opaque result).
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Stats")]
+pub struct Stats {
+    /// The mean of the input.
+    pub mean: f32,
+    /// The largest absolute deviation from the mean.
+    pub spread: f32,
+}
+
+/// Computes `Stats` of `x`, returned as packed bytes.
+#[custom_op(name = "example::make_stats")]
+pub fn make_stats(x: TensorRef<'_, f32>) -> Result<Opaque<Stats>, OpError> {
+    let n = x.len().max(1) as f32;
+    let mean = x.as_slice().iter().sum::<f32>() / n;
+    let spread = x
+        .as_slice()
+        .iter()
+        .map(|v| (v - mean).abs())
+        .fold(0.0, f32::max);
+    Ok(Opaque(Stats { mean, spread }))
+}
+
+/// `y = (x - mean) / spread`, with the `Stats` another op produced.
+#[custom_op(name = "example::apply_stats")]
+pub fn apply_stats(
+    #[external] stats: &Stats,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    if stats.spread == 0.0 {
+        return Err(OpError::invalid_argument("spread is zero"));
+    }
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = (v - stats.mean) / stats.spread;
+    }
+    Ok(())
+}
+
+/// Fails on negative inputs: the kernel's error reaches XLA.
+#[custom_op(name = "example::checked_sqrt")]
+pub fn checked_sqrt(
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        if v < 0.0 {
+            return Err(OpError::invalid_argument(format!("negative input {v}")));
+        }
+        *o = v.sqrt();
+    }
+    Ok(())
+}
+
+/// Panics when the first element is 13: the panic becomes an XLA error, not a crash.
+#[custom_op(name = "example::unlucky")]
+pub fn unlucky(
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    if x.as_slice().first() == Some(&13.0) {
+        panic!("unlucky number 13");
+    }
+    y.as_mut_slice().copy_from_slice(x.as_slice());
+    Ok(())
+}

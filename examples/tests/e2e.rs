@@ -1,0 +1,398 @@
+//! End to end: ops declared with `#[custom_op]` in the example kernel crate are lowered by
+//! their generated `call`, the module goes through jaxlib (parse, verify, compile), and XLA CPU
+//! runs it with the generated Rust handlers loaded from the kernel cdylib (built without MLIR).
+//! Every expected number is computed here, independently of the code under test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
+
+use customop::Descriptor;
+use customop::lower::Module;
+use customop::{ElementType, TensorType};
+use customop_example_kernels as k;
+use customop_xla::{Array, Ffi, Harness, XlaError, example_kernels};
+
+fn t(e: ElementType, shape: &[i64]) -> TensorType {
+    TensorType::new(e, shape).unwrap()
+}
+
+fn ffi() -> Ffi {
+    Ffi::customop_library(example_kernels())
+}
+
+/// Compiles once, runs each input set, returns each run's result.
+fn run(text: &str, runs: Vec<Vec<Array>>) -> Vec<Result<Vec<Array>, XlaError>> {
+    Harness::get().run_many(text, Some(&ffi()), &runs).unwrap()
+}
+
+fn blob() -> k::Blob {
+    k::Blob {
+        gain: 1.5,
+        bias: -2,
+        seed: 99,
+        tag: *b"seed-model-blob!",
+    }
+}
+
+/// The seed: x = sin(x); x = custom_op_external(external, x); x + 1.
+fn seed_module() -> Module {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[3, 3])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let ext = f.external::<k::Blob>("external").unwrap();
+    let s = f.sine(&x).unwrap();
+    let y = k::custom_op_external::call(&mut f, &ext, &s).unwrap();
+    let one = f.constant::<i8>(&[3], &[1, 1, 1]).unwrap();
+    let z = f.add(&y, &one).unwrap();
+    f.ret(&[&z]).unwrap();
+    m
+}
+
+fn seed_expected(x: &[f32], b: &k::Blob) -> Vec<i8> {
+    (0..3)
+        .map(|i| {
+            let s: f32 = (0..3).map(|j| x[i * 3 + j].sin()).sum();
+            let v = ((b.gain * s).round() as i64 + b.bias as i64).clamp(-128, 127) as i8;
+            v.wrapping_add(1)
+        })
+        .collect()
+}
+
+#[test]
+fn the_seed_model_has_the_designed_shape() {
+    let text = seed_module().to_text().unwrap();
+    let fp = k::Blob::fingerprint();
+    assert!(
+        text.contains(&format!(
+            "%arg1: tensor<56xui8> {{customop.external = {{descriptor = \"my_lib::Blob\", fingerprint = \"0x{fp:016x}\", mutable = false, size = 56 : i64}}}}"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("-> tensor<3xi8>"), "{text}");
+    assert!(
+        text.contains("\"stablehlo.custom_call\"(%arg1, %0)"),
+        "{text}"
+    );
+    assert!(text.contains("api_version = 4 : i32"), "{text}");
+    assert!(text.contains("backend_config = {}"), "{text}");
+    assert!(
+        text.contains("call_target_name = \"my_custom_library.custom_op_external\""),
+        "{text}"
+    );
+    assert!(text.contains("has_side_effect = true"), "{text}");
+    assert!(
+        text.contains("(tensor<56xui8>, tensor<3x3xf32>) -> tensor<3xi8>"),
+        "{text}"
+    );
+    Harness::get().verify(&text).unwrap();
+}
+
+#[test]
+fn the_seed_model_runs_with_the_rust_handler() {
+    let text = seed_module().to_text().unwrap();
+    let x: Vec<f32> = (0..9).map(|i| i as f32 * 0.4 - 1.0).collect();
+    let b = blob();
+    let mut big = blob();
+    big.gain = 100.0; // saturates
+    let out = run(
+        &text,
+        vec![
+            vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &b.pack())],
+            vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &big.pack())],
+        ],
+    );
+    assert_eq!(out[0].as_ref().unwrap()[0].to_i8(), seed_expected(&x, &b));
+    assert_eq!(out[1].as_ref().unwrap()[0].to_i8(), seed_expected(&x, &big));
+}
+
+#[test]
+fn attributes_reach_the_kernel_typed() {
+    let cfg = k::NormCfg {
+        scale: 2.0,
+        shift: 0.5,
+        mode: k::NormMode::ScaleShift,
+    };
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2, 4])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let y = k::rms_norm::call(&mut f, &x, 1e-3, &cfg).unwrap();
+    let z = k::affine::call(&mut f, &y, 0.5, "four", &[1, 2, -1], true, 3).unwrap();
+    f.ret(&[&y, &z]).unwrap();
+    let text = m.to_text().unwrap();
+    assert!(text.contains("eps = 1.000000e-03 : f32"), "{text}");
+    assert!(text.contains("offsets = array<i64: 1, 2, -1>"), "{text}");
+    assert!(text.contains("small = 3 : ui8"), "{text}");
+    let xs: Vec<f32> = vec![1.0, -2.0, 3.0, 0.5, 0.0, 4.0, -1.0, 2.0];
+    let out = run(&text, vec![vec![Array::f32(&[2, 4], &xs)]]);
+    let out = out[0].as_ref().unwrap();
+    let mut want_y = vec![];
+    for r in 0..2 {
+        let row = &xs[r * 4..r * 4 + 4];
+        let ms: f64 = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 4.0;
+        for &v in row {
+            want_y.push(v as f64 / (ms + 1e-3).sqrt() * 2.0 + 0.5);
+        }
+    }
+    let got_y = out[0].to_f32();
+    let got_z = out[1].to_f32();
+    for i in 0..8 {
+        assert!(
+            (got_y[i] as f64 - want_y[i]).abs() < 1e-5,
+            "rms_norm[{i}]: {} vs {}",
+            got_y[i],
+            want_y[i]
+        );
+        // affine: 0.5 * y + len("four") + (1 + 2 - 1) + 1 + 3
+        let want_z = 0.5 * want_y[i] + 4.0 + 2.0 + 1.0 + 3.0;
+        assert!(
+            (got_z[i] as f64 - want_z).abs() < 1e-4,
+            "affine[{i}]: {} vs {want_z}",
+            got_z[i]
+        );
+    }
+}
+
+#[test]
+fn mutable_state_is_updated_across_executions() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[3])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let state = f.external::<k::Counter>("counter").unwrap();
+    let out = k::counter_step::call(&mut f, &state, &x).unwrap();
+    f.ret(&[&out.y, out.state.value()]).unwrap();
+    let text = m.to_text().unwrap();
+    assert!(text.contains("mutable = true"), "{text}");
+    assert!(text.contains("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [1], operand_index = 0, operand_tuple_indices = []>]"), "{text}");
+    assert!(text.contains("has_side_effect = true"), "{text}");
+    assert_eq!(
+        k::counter_step::schema_string(),
+        "example::counter_step(Tensor(a!) state, Tensor x) -> Tensor"
+    );
+    // Execution 1 starts from zero; execution 2 is fed the state execution 1 returned.
+    let x1 = [1.0f32, 2.0, 3.0];
+    let zero = k::Counter {
+        calls: 0,
+        total: 0.0,
+    }
+    .pack();
+    let h = Harness::get();
+    let first = h
+        .run_many(
+            &text,
+            Some(&ffi()),
+            &[vec![Array::f32(&[3], &x1), Array::u8(&[40], &zero)]],
+        )
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first[0].to_f32(), vec![2.0, 3.0, 4.0]);
+    let s1 = k::Counter::unpack(&first[1].bytes()).unwrap();
+    assert_eq!(
+        s1,
+        k::Counter {
+            calls: 1,
+            total: 6.0
+        }
+    );
+    let x2 = [10.0f32, 0.0, -4.0];
+    let second = h
+        .run_many(
+            &text,
+            Some(&ffi()),
+            &[vec![
+                Array::f32(&[3], &x2),
+                Array::u8(&[40], &first[1].bytes()),
+            ]],
+        )
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert_eq!(second[0].to_f32(), vec![12.0, 2.0, -2.0]);
+    assert_eq!(
+        k::Counter::unpack(&second[1].bytes()).unwrap(),
+        k::Counter {
+            calls: 2,
+            total: 12.0
+        }
+    );
+}
+
+#[test]
+fn an_opaque_result_feeds_another_op() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[4])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let stats = k::make_stats::call(&mut f, &x).unwrap(); // Desc<Stats>
+    let y = k::apply_stats::call(&mut f, &stats, &x).unwrap();
+    f.ret(&[&y, stats.value()]).unwrap();
+    let text = m.to_text().unwrap();
+    let xs = [1.0f32, 2.0, 3.0, 6.0];
+    let out = run(&text, vec![vec![Array::f32(&[4], &xs)]]);
+    let out = out[0].as_ref().unwrap();
+    let mean = 3.0f32;
+    let spread = 3.0f32;
+    assert_eq!(
+        out[0].to_f32(),
+        xs.iter().map(|v| (v - mean) / spread).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        k::Stats::unpack(&out[1].bytes()).unwrap(),
+        k::Stats { mean, spread }
+    );
+}
+
+/// Each bad input gives an error naming the op and the problem, and the next good execution in
+/// the same process still returns the right numbers.
+#[test]
+fn bad_inputs_fail_cleanly_and_the_process_goes_on() {
+    let text = seed_module().to_text().unwrap();
+    let x: Vec<f32> = (0..9).map(|i| i as f32 * 0.1).collect();
+    let good = vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &blob().pack())];
+    let want = seed_expected(&x, &blob());
+
+    let mut bad_magic = blob().pack();
+    bad_magic[0] = b'X';
+    // Same size, another layout: the fingerprint differs.
+    #[derive(customop::Descriptor)]
+    #[descriptor(name = "my_lib::Blob")]
+    struct BlobV2 {
+        gain: f32,
+        bias: i32,
+        seed: u64,
+        tag: [u8; 15],
+        extra: u8,
+    }
+    let v2 = BlobV2 {
+        gain: 1.0,
+        bias: 0,
+        seed: 0,
+        tag: [0; 15],
+        extra: 1,
+    }
+    .pack();
+    assert_eq!(v2.len(), 56);
+    let cases: Vec<(Vec<u8>, &str)> = vec![(bad_magic, "bad magic"), (v2, "fingerprint mismatch")];
+    let mut runs = vec![];
+    for (bytes, _) in &cases {
+        runs.push(vec![Array::f32(&[3, 3], &x), Array::u8(&[56], bytes)]);
+        runs.push(good.clone());
+    }
+    let out = run(&text, runs);
+    for (i, (_, what)) in cases.iter().enumerate() {
+        let err = out[2 * i].as_ref().unwrap_err();
+        assert!(
+            err.message
+                .contains("my_custom_library::custom_op_external"),
+            "{err}"
+        );
+        assert!(err.message.contains(what), "{err}");
+        assert!(err.message.contains("INVALID_ARGUMENT"), "{err}");
+        assert_eq!(
+            out[2 * i + 1].as_ref().unwrap()[0].to_i8(),
+            want,
+            "good run after {what}"
+        );
+    }
+
+    // Truncated bytes: a hand-written module that declares 50 bytes.
+    let short = text.replace("tensor<56xui8>", "tensor<50xui8>");
+    let out = run(
+        &short,
+        vec![vec![
+            Array::f32(&[3, 3], &x),
+            Array::u8(&[50], &blob().pack()[..50]),
+        ]],
+    );
+    let err = out[0].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("custom_op_external") && err.message.contains("payload"),
+        "{err}"
+    );
+
+    // A wrong output shape: a hand-written module that asks for 4 results from 3 rows.
+    let wrong = text.replace("tensor<3xi8>", "tensor<4xi8>").replace(
+        "dense<\"0x010101\"> : tensor<4xi8>",
+        "dense<1> : tensor<4xi8>",
+    );
+    assert!(wrong.contains("dense<1> : tensor<4xi8>"), "{wrong}");
+    let out = run(&wrong, vec![good.clone(), good.clone()]);
+    let err = out[0].as_ref().unwrap_err();
+    assert!(
+        err.message
+            .contains("output `y`: expected shape [3], XLA passed [4]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kernel_errors_and_panics_become_xla_errors() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let a = k::checked_sqrt::call(&mut f, &x).unwrap();
+    let b = k::unlucky::call(&mut f, &x).unwrap();
+    f.ret(&[&a, &b]).unwrap();
+    let text = m.to_text().unwrap();
+    let out = run(
+        &text,
+        vec![
+            vec![Array::f32(&[2], &[-1.0, 4.0])],
+            vec![Array::f32(&[2], &[13.0, 4.0])],
+            vec![Array::f32(&[2], &[9.0, 4.0])],
+        ],
+    );
+    let e = out[0].as_ref().unwrap_err();
+    assert!(
+        e.message
+            .contains("custom op `example::checked_sqrt` failed: negative input -1"),
+        "{e}"
+    );
+    let e = out[1].as_ref().unwrap_err();
+    assert!(
+        e.message
+            .contains("custom op `example::unlucky`: the kernel panicked: unlucky number 13"),
+        "{e}"
+    );
+    assert!(e.message.contains("INTERNAL"), "{e}");
+    let ok = out[2].as_ref().unwrap();
+    assert_eq!(ok[0].to_f32(), vec![3.0, 2.0]);
+    assert_eq!(ok[1].to_f32(), vec![9.0, 4.0]);
+}
+
+#[test]
+fn the_manifest_lists_every_op_including_the_dependency_crates() {
+    let h = Harness::get();
+    let names = h
+        .py_call(
+            "xla",
+            "manifest_op_names",
+            serde_json::json!([example_kernels().to_string_lossy()]),
+        )
+        .unwrap();
+    let names: Vec<String> = serde_json::from_value(names).unwrap();
+    assert_eq!(
+        names,
+        vec![
+            "example::apply_stats",
+            "example::checked_sqrt",
+            "example::counter_step",
+            "example::make_stats",
+            "example::rms_norm",
+            "example::unlucky",
+            "example_lib::affine",
+            "my_custom_library::custom_op_external",
+        ]
+    );
+    // Python packs a Blob from the manifest's layout, byte for byte as Rust does.
+    let packed = h
+        .py_call(
+            "xla",
+            "pack_with_library",
+            serde_json::json!([example_kernels().to_string_lossy(), "my_lib::Blob",
+                {"gain": 1.5, "bias": -2, "seed": 99, "tag": b"seed-model-blob!".to_vec()}]),
+        )
+        .unwrap();
+    let hex: String = blob().pack().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(packed["hex"], hex);
+}

@@ -1,0 +1,199 @@
+//! The rules of a custom op, all checked (and every error collected) before expansion.
+
+use super::model::{AttrKind, Dim, Kind, Op, Ret, Shape};
+use super::parse::ItemFn;
+use crate::ctxt::Ctxt;
+
+pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
+    let sig = &item.sig;
+    if let Some(a) = &sig.asyncness {
+        cx.error_spanned_by(
+            a,
+            "a custom op cannot be `async`: XLA calls the kernel synchronously",
+        );
+    }
+    if let Some(c) = &sig.constness {
+        cx.error_spanned_by(c, "a custom op cannot be `const`");
+    }
+    if let Some(u) = &sig.unsafety {
+        cx.error_spanned_by(u, "a custom op cannot be `unsafe`: the handler checks everything before the kernel runs, so the kernel's contract is safe");
+    }
+    if let Some(a) = &sig.abi {
+        cx.error_spanned_by(
+            a,
+            "a custom op is a Rust function: customop generates the `extern \"C\"` handler",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        cx.error_spanned_by(v, "a custom op cannot be variadic");
+    }
+    let type_params: Vec<_> = sig
+        .generics
+        .params
+        .iter()
+        .filter(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+        .collect();
+    if let Some(p) = type_params.first() {
+        cx.error_spanned_by(
+            p,
+            "a custom op cannot be generic: its schema, lowering and handler are for one set of types",
+        );
+    }
+    for arg in &sig.inputs {
+        if let syn::FnArg::Receiver(r) = arg {
+            cx.error_spanned_by(
+                r,
+                "a custom op is a free function, not a method: it cannot take `self`",
+            );
+        }
+    }
+
+    if op.name.is_empty() {
+        // Reported by the model (missing) or here (empty).
+    } else if !valid_name(&op.name) {
+        cx.syn_error(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            format!(
+                "op name `{}` must be `namespace::name` (identifiers joined by `::`)",
+                op.name
+            ),
+        ));
+    }
+    if op.target.is_empty() {
+        cx.syn_error(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "the target must not be empty",
+        ));
+    }
+    if op.api_version != 4 {
+        let span = op
+            .api_version_span
+            .unwrap_or_else(proc_macro2::Span::call_site);
+        cx.syn_error(syn::Error::new(
+            span,
+            "only `api_version = 4` (the typed XLA FFI) is supported: legacy custom calls (1-3) \
+             are deprecated on XLA CPU and cannot report errors there",
+        ));
+    }
+
+    let names: Vec<String> = op.params.iter().map(|p| p.ident.to_string()).collect();
+    for p in &op.params {
+        match &p.kind {
+            Kind::Invalid(span, message) => cx.syn_error(syn::Error::new(*span, message)),
+            Kind::Tensor { elem, .. } => check_elem(cx, elem),
+            Kind::Output {
+                elem,
+                rank,
+                shape,
+                out_span,
+            } => {
+                check_elem(cx, elem);
+                match shape {
+                    None => cx.syn_error(syn::Error::new(
+                        *out_span,
+                        format!(
+                            "output `{}` needs a shape rule: `#[out(shape = x)]` (the shape of input \
+                             `x`) or `#[out(shape = [x.dim(0), 4])]`",
+                            p.ident
+                        ),
+                    )),
+                    Some(Shape::Of(src)) => {
+                        if let Some(r) = check_source(cx, op, src, &names) {
+                            if let (Some(r), Some(want)) = (r, rank)
+                                && r != *want
+                            {
+                                cx.error_spanned_by(
+                                    src,
+                                    format!("`{src}` has rank {r}, but output `{}` has rank {want}", p.ident),
+                                );
+                            }
+                        }
+                    }
+                    Some(Shape::Dims(dims)) => {
+                        if let Some(want) = rank
+                            && dims.len() != *want
+                        {
+                            cx.error_spanned_by(
+                                p.ty,
+                                format!("output `{}` has rank {want}, but its shape rule has {} dimensions", p.ident, dims.len()),
+                            );
+                        }
+                        for d in dims {
+                            match d {
+                                Dim::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
+                                    *out_span,
+                                    "dimension sizes cannot be negative",
+                                )),
+                                Dim::Const(_) => {}
+                                Dim::Of(src, dim, span) => {
+                                    if let Some(Some(r)) = check_source(cx, op, src, &names)
+                                        && *dim >= r
+                                    {
+                                        cx.syn_error(syn::Error::new(
+                                            *span,
+                                            format!("`{src}` has rank {r}: it has no dimension {dim}"),
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Kind::Attr(AttrKind::Scalar(e) | AttrKind::Array(e)) => check_elem(cx, e),
+            Kind::Attr(_) | Kind::External { .. } => {}
+        }
+    }
+    if let Ret::Invalid(span, message) = &op.ret {
+        cx.syn_error(syn::Error::new(*span, message));
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let parts: Vec<&str> = name.split("::").collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| {
+            let mut c = p.chars();
+            matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+                && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+        })
+}
+
+fn check_elem(cx: &mut Ctxt, e: &super::model::Elem) {
+    if e.variant().is_none() {
+        cx.syn_error(syn::Error::new(
+            e.span,
+            format!(
+                "`{}` is not a tensor element type: use bool, i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64",
+                e.name
+            ),
+        ));
+    }
+}
+
+/// Checks that a shape rule's source is a tensor input; returns its declared rank (`Some(None)`
+/// when not fixed), or `None` after reporting an error.
+fn check_source(
+    cx: &mut Ctxt,
+    op: &Op<'_>,
+    src: &syn::Ident,
+    names: &[String],
+) -> Option<Option<usize>> {
+    let Some(i) = names.iter().position(|n| src == n) else {
+        cx.error_spanned_by(
+            src,
+            format!("shape rule names `{src}`, which is not a parameter of this op"),
+        );
+        return None;
+    };
+    match &op.params[i].kind {
+        Kind::Tensor { rank, .. } => Some(*rank),
+        _ => {
+            cx.error_spanned_by(
+                src,
+                format!("shape rule names `{src}`, which is not a tensor input (`TensorRef`)"),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The op's model: every parameter classified, with the user's spans kept for errors.
+
+use super::parse::{ItemFn, Options, ParamAttrs};
+use crate::ctxt::Ctxt;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+pub(crate) struct Op<'a> {
+    pub(crate) ident: &'a syn::Ident,
+    pub(crate) vis: &'a syn::Visibility,
+    pub(crate) name: String,
+    pub(crate) target: String,
+    pub(crate) side_effect: bool,
+    pub(crate) api_version: u32,
+    pub(crate) api_version_span: Option<Span>,
+    pub(crate) krate: syn::Path,
+    pub(crate) params: Vec<Param<'a>>,
+    pub(crate) ret: Ret<'a>,
+}
+
+pub(crate) struct Param<'a> {
+    pub(crate) ident: syn::Ident,
+    pub(crate) ty: &'a syn::Type,
+    pub(crate) kind: Kind<'a>,
+}
+
+/// A scalar element type named in the signature (`f32`, `i8`, ...).
+#[derive(Clone)]
+pub(crate) struct Elem {
+    pub(crate) name: String,
+    pub(crate) span: Span,
+}
+
+impl Elem {
+    pub(crate) const SUPPORTED: &'static [(&'static str, &'static str)] = &[
+        ("bool", "Bool"),
+        ("i8", "I8"),
+        ("i16", "I16"),
+        ("i32", "I32"),
+        ("i64", "I64"),
+        ("u8", "U8"),
+        ("u16", "U16"),
+        ("u32", "U32"),
+        ("u64", "U64"),
+        ("f32", "F32"),
+        ("f64", "F64"),
+    ];
+
+    /// The `ElementType` variant, if supported.
+    pub(crate) fn variant(&self) -> Option<&'static str> {
+        Elem::SUPPORTED
+            .iter()
+            .find(|(n, _)| *n == self.name)
+            .map(|(_, v)| *v)
+    }
+}
+
+pub(crate) enum Shape {
+    /// `shape = x`: the shape of tensor parameter `x`.
+    Of(syn::Ident),
+    /// `shape = [x.dim(0), 3]`.
+    Dims(Vec<Dim>),
+}
+
+pub(crate) enum Dim {
+    Const(i64),
+    Of(syn::Ident, usize, Span),
+}
+
+pub(crate) enum AttrKind<'a> {
+    Scalar(Elem),
+    Str,
+    Array(Elem),
+    Descriptor(&'a syn::Type),
+}
+
+pub(crate) enum Kind<'a> {
+    Tensor {
+        elem: Elem,
+        rank: Option<usize>,
+    },
+    Output {
+        elem: Elem,
+        rank: Option<usize>,
+        shape: Option<Shape>,
+        out_span: Span,
+    },
+    Attr(AttrKind<'a>),
+    External {
+        inner: &'a syn::Type,
+        mutable: bool,
+    },
+    /// Something `check` will refuse, with the span and message.
+    Invalid(Span, String),
+}
+
+pub(crate) enum Ret<'a> {
+    Unit,
+    Opaque(&'a syn::Type),
+    Invalid(Span, String),
+}
+
+impl<'a> Op<'a> {
+    pub(crate) fn build(
+        cx: &mut Ctxt,
+        item: &'a ItemFn,
+        options: &Options,
+        attrs: &[ParamAttrs],
+    ) -> Option<Op<'a>> {
+        let name = match &options.name {
+            Some(n) => n.value(),
+            None => {
+                let span = options.span.unwrap_or(item.sig.fn_token.span);
+                cx.syn_error(syn::Error::new(
+                    span,
+                    "missing option `name`: `#[custom_op(name = \"my_lib::my_op\")]`",
+                ));
+                String::new()
+            }
+        };
+        let target = options
+            .target
+            .as_ref()
+            .map(|t| t.value())
+            .unwrap_or_else(|| name.replace("::", "."));
+        let (api_version, api_version_span) = match &options.api_version {
+            None => (4, None),
+            Some(v) => (v.base10_parse::<u32>().unwrap_or(0), Some(v.span())),
+        };
+        let mut params = Vec::new();
+        for (arg, pa) in item.sig.inputs.iter().zip(attrs) {
+            let syn::FnArg::Typed(pt) = arg else {
+                continue; // `self`: refused by check
+            };
+            let ident = match &*pt.pat {
+                syn::Pat::Ident(i) => i.ident.clone(),
+                other => {
+                    cx.error_spanned_by(
+                        other,
+                        "custom op parameters must be plain names (they name the schema's parameters)",
+                    );
+                    continue;
+                }
+            };
+            params.push(Param {
+                kind: classify(&pt.ty, pa),
+                ident,
+                ty: &pt.ty,
+            });
+        }
+        let ret = match &item.sig.output {
+            syn::ReturnType::Default => Ret::Invalid(
+                item.sig.ident.span(),
+                "a custom op returns `Result<(), OpError>` (or `Result<Opaque<T>, OpError>`), \
+                 so that the kernel's errors reach XLA"
+                    .into(),
+            ),
+            syn::ReturnType::Type(_, ty) => classify_ret(ty),
+        };
+        Some(Op {
+            ident: &item.sig.ident,
+            vis: &item.vis,
+            name,
+            target,
+            side_effect: options.side_effect.is_some(),
+            api_version,
+            api_version_span,
+            krate: options
+                .krate
+                .clone()
+                .unwrap_or_else(|| syn::parse_quote!(::customop)),
+            params,
+            ret,
+        })
+    }
+}
+
+fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        syn::Type::Group(g) => last_segment(&g.elem),
+        syn::Type::Paren(p) => last_segment(&p.elem),
+        _ => None,
+    }
+}
+
+fn generic_types(seg: &syn::PathSegment) -> Vec<&syn::GenericArgument> {
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter(|a| !matches!(a, syn::GenericArgument::Lifetime(_)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn elem_of(ty: &syn::Type) -> Option<Elem> {
+    let seg = last_segment(ty)?;
+    if !matches!(seg.arguments, syn::PathArguments::None) {
+        return None;
+    }
+    Some(Elem {
+        name: seg.ident.to_string(),
+        span: seg.ident.span(),
+    })
+}
+
+/// `TensorRef<'_, T>` / `TensorRef<'_, T, 2>` (and the same for `TensorMut`): the element and
+/// the optional rank.
+fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem, Option<usize>), (Span, String)> {
+    let args = generic_types(seg);
+    let kind = seg.ident.to_string();
+    let bad = || {
+        (
+            seg.span(),
+            format!(
+                "`{kind}` takes an element type and an optional rank: `{kind}<'_, f32>` or `{kind}<'_, f32, 2>`"
+            ),
+        )
+    };
+    let elem = match args.first() {
+        Some(syn::GenericArgument::Type(t)) => elem_of(t).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    let rank = match args.get(1) {
+        None => None,
+        Some(syn::GenericArgument::Const(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }))) => Some(i.base10_parse::<usize>().map_err(|_| bad())?),
+        Some(syn::GenericArgument::Type(syn::Type::Path(p)))
+            if p.path.segments.len() == 1 && p.path.segments[0].ident == "ANY_RANK" =>
+        {
+            None
+        }
+        Some(other) => {
+            return Err((
+                other.span(),
+                "the rank must be an integer literal, e.g. `TensorRef<'_, f32, 2>`".into(),
+            ));
+        }
+    };
+    if args.len() > 2 {
+        return Err(bad());
+    }
+    Ok((elem, rank))
+}
+
+fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
+    let marks = [pa.external.is_some(), pa.attr.is_some(), pa.out.is_some()];
+    if marks.iter().filter(|m| **m).count() > 1 {
+        let span = pa
+            .attr
+            .or(pa.out.as_ref().map(|o| o.0))
+            .unwrap_or_else(|| ty.span());
+        return Kind::Invalid(
+            span,
+            "a parameter is one of: a tensor, `#[external]`, `#[attr]` or `#[out]`, not several"
+                .into(),
+        );
+    }
+    if pa.external.is_some() {
+        return match ty {
+            syn::Type::Reference(r) => Kind::External {
+                inner: &r.elem,
+                mutable: r.mutability.is_some(),
+            },
+            other => Kind::Invalid(
+                other.span(),
+                "an `#[external]` parameter is taken by reference: `&T` (or `&mut T` to update it), \
+                 with `T: Descriptor`"
+                    .into(),
+            ),
+        };
+    }
+    if pa.attr.is_some() {
+        return classify_attr(ty);
+    }
+    let seg = last_segment(ty);
+    let kind = seg.map(|s| s.ident.to_string());
+    match (kind.as_deref(), &pa.out) {
+        (Some("TensorMut"), Some((out_span, shape))) => match seg.map(tensor_parts) {
+            Some(Ok((elem, rank))) => match shape.as_ref().map(shape_rule).transpose() {
+                Ok(shape) => Kind::Output {
+                    elem,
+                    rank,
+                    shape,
+                    out_span: *out_span,
+                },
+                Err((s, m)) => Kind::Invalid(s, m),
+            },
+            Some(Err((s, m))) => Kind::Invalid(s, m),
+            None => Kind::Invalid(ty.span(), "unsupported parameter type".into()),
+        },
+        (Some("TensorMut"), None) => Kind::Invalid(
+            ty.span(),
+            "a `TensorMut` parameter is an output: mark it `#[out(shape = [...])]` with its shape rule".into(),
+        ),
+        (Some("TensorRef"), None) => match seg.map(tensor_parts) {
+            Some(Ok((elem, rank))) => Kind::Tensor { elem, rank },
+            Some(Err((s, m))) => Kind::Invalid(s, m),
+            None => Kind::Invalid(ty.span(), "unsupported parameter type".into()),
+        },
+        (_, Some((span, _))) => Kind::Invalid(
+            *span,
+            "`#[out]` goes on a `TensorMut<'_, T>` parameter".into(),
+        ),
+        _ => Kind::Invalid(
+            ty.span(),
+            "unsupported parameter type: a custom op takes tensors (`TensorRef<'_, T>`), outputs \
+             (`#[out(shape = ...)] TensorMut<'_, T>`), attributes (`#[attr]`) and external \
+             structures (`#[external] &T`)"
+                .into(),
+        ),
+    }
+}
+
+fn classify_attr(ty: &syn::Type) -> Kind<'_> {
+    let unsupported = || {
+        Kind::Invalid(
+            ty.span(),
+            "unsupported attribute type: use bool, an integer or float scalar, `&str`, `&[T]` of \
+             scalars, or `&T` of a descriptor"
+                .into(),
+        )
+    };
+    match ty {
+        syn::Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
+            syn::Type::Slice(s) => match elem_of(&s.elem) {
+                Some(e)
+                    if matches!(
+                        e.name.as_str(),
+                        "i8" | "i16" | "i32" | "i64" | "f32" | "f64"
+                    ) =>
+                {
+                    Kind::Attr(AttrKind::Array(e))
+                }
+                _ => Kind::Invalid(
+                    s.elem.span(),
+                    "array attributes hold i8, i16, i32, i64, f32 or f64".into(),
+                ),
+            },
+            inner if last_segment(inner).is_some_and(|s| s.ident == "str") => {
+                Kind::Attr(AttrKind::Str)
+            }
+            inner @ syn::Type::Path(_) => Kind::Attr(AttrKind::Descriptor(inner)),
+            _ => unsupported(),
+        },
+        _ => match elem_of(ty) {
+            Some(e) if e.variant().is_some() => Kind::Attr(AttrKind::Scalar(e)),
+            _ => unsupported(),
+        },
+    }
+}
+
+fn shape_rule(e: &syn::Expr) -> Result<Shape, (Span, String)> {
+    let bad = |s: Span| {
+        (
+            s,
+            "a shape rule is a tensor parameter (`shape = x`) or a list of its dimensions and \
+             constants (`shape = [x.dim(0), 4]`)"
+                .to_string(),
+        )
+    };
+    match e {
+        syn::Expr::Path(p) => p
+            .path
+            .get_ident()
+            .map(|i| Shape::Of(i.clone()))
+            .ok_or_else(|| bad(p.span())),
+        syn::Expr::Array(a) => {
+            let mut dims = Vec::new();
+            for el in &a.elems {
+                match el {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => dims.push(Dim::Const(i.base10_parse().map_err(|_| bad(i.span()))?)),
+                    syn::Expr::MethodCall(m) if m.method == "dim" && m.args.len() == 1 => {
+                        let recv = match &*m.receiver {
+                            syn::Expr::Path(p) => p.path.get_ident().cloned(),
+                            _ => None,
+                        }
+                        .ok_or_else(|| bad(m.receiver.span()))?;
+                        let idx = match m.args.first() {
+                            Some(syn::Expr::Lit(syn::ExprLit {
+                                lit: syn::Lit::Int(i),
+                                ..
+                            })) => i.base10_parse::<usize>().map_err(|_| bad(i.span()))?,
+                            Some(other) => return Err(bad(other.span())),
+                            None => return Err(bad(m.span())),
+                        };
+                        dims.push(Dim::Of(recv, idx, m.span()));
+                    }
+                    other => return Err(bad(other.span())),
+                }
+            }
+            Ok(Shape::Dims(dims))
+        }
+        other => Err(bad(other.span())),
+    }
+}
+
+fn classify_ret(ty: &syn::Type) -> Ret<'_> {
+    let bad = || {
+        Ret::Invalid(
+            ty.span(),
+            "a custom op returns `Result<(), OpError>` or `Result<Opaque<T>, OpError>`".into(),
+        )
+    };
+    let Some(seg) = last_segment(ty) else {
+        return bad();
+    };
+    if seg.ident != "Result" {
+        return bad();
+    }
+    match generic_types(seg).first() {
+        Some(syn::GenericArgument::Type(syn::Type::Tuple(t))) if t.elems.is_empty() => Ret::Unit,
+        Some(syn::GenericArgument::Type(t)) => match last_segment(t) {
+            Some(s) if s.ident == "Opaque" => match generic_types(s).first() {
+                Some(syn::GenericArgument::Type(inner)) => Ret::Opaque(inner),
+                _ => bad(),
+            },
+            _ => bad(),
+        },
+        _ => bad(),
+    }
+}

@@ -1,0 +1,177 @@
+//! Syntax only: the options, the function (its body kept as tokens) and each parameter's
+//! attributes.
+
+use crate::ctxt::Ctxt;
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+
+/// The options of `#[custom_op(...)]` as written.
+#[derive(Default)]
+pub(crate) struct Options {
+    pub(crate) name: Option<syn::LitStr>,
+    pub(crate) target: Option<syn::LitStr>,
+    pub(crate) side_effect: Option<Span>,
+    pub(crate) api_version: Option<syn::LitInt>,
+    pub(crate) krate: Option<syn::Path>,
+    /// Where the attribute is, for "missing `name`".
+    pub(crate) span: Option<Span>,
+}
+
+pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
+    let mut o = Options {
+        span: args.clone().into_iter().next().map(|t| t.span()),
+        ..Options::default()
+    };
+    let dup = |cx: &mut Ctxt, path: &syn::Path| {
+        cx.error_spanned_by(
+            path,
+            format!("duplicate option `{}`", path.to_token_stream()),
+        );
+    };
+    let parser = syn::meta::parser(|meta| {
+        let p = &meta.path;
+        if p.is_ident("name") {
+            let v: syn::LitStr = meta.value()?.parse()?;
+            if o.name.is_some() {
+                dup(cx, p)
+            } else {
+                o.name = Some(v)
+            }
+        } else if p.is_ident("target") {
+            let v: syn::LitStr = meta.value()?.parse()?;
+            if o.target.is_some() {
+                dup(cx, p)
+            } else {
+                o.target = Some(v)
+            }
+        } else if p.is_ident("side_effect") {
+            if o.side_effect.is_some() {
+                dup(cx, p)
+            } else {
+                o.side_effect = Some(p.span())
+            }
+        } else if p.is_ident("api_version") {
+            let v: syn::LitInt = meta.value()?.parse()?;
+            if o.api_version.is_some() {
+                dup(cx, p)
+            } else {
+                o.api_version = Some(v)
+            }
+        } else if p.is_ident("crate") {
+            let v: syn::LitStr = meta.value()?.parse()?;
+            if o.krate.is_some() {
+                dup(cx, p)
+            } else {
+                match v.parse::<syn::Path>() {
+                    Ok(path) => o.krate = Some(path),
+                    Err(_) => {
+                        cx.error_spanned_by(&v, "`crate` must be a path, e.g. \"::customop\"")
+                    }
+                }
+            }
+        } else {
+            return Err(meta.error(format!(
+                "unknown option `{}`: expected one of: `name`, `target`, `side_effect`, `api_version`, `crate`",
+                p.to_token_stream().to_string().replace(' ', "")
+            )));
+        }
+        Ok(())
+    });
+    if let Err(e) = syn::parse::Parser::parse2(parser, args) {
+        cx.syn_error(e);
+    }
+    o
+}
+
+/// A function with its body kept as tokens (tracing-attributes' `MaybeItemFn`).
+pub(crate) struct ItemFn {
+    pub(crate) attrs: Vec<syn::Attribute>,
+    pub(crate) vis: syn::Visibility,
+    pub(crate) sig: syn::Signature,
+    pub(crate) body: TokenStream,
+}
+
+impl Parse for ItemFn {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(syn::Attribute::parse_outer)?;
+        let vis: syn::Visibility = input.parse()?;
+        let sig: syn::Signature = input.parse()?;
+        let body: proc_macro2::Group = input.parse()?;
+        if body.delimiter() != proc_macro2::Delimiter::Brace {
+            return Err(syn::Error::new(body.span(), "expected a function body"));
+        }
+        Ok(ItemFn {
+            attrs,
+            vis,
+            sig,
+            body: body.into_token_stream(),
+        })
+    }
+}
+
+/// The customop attributes of one parameter.
+#[derive(Default)]
+pub(crate) struct ParamAttrs {
+    pub(crate) external: Option<Span>,
+    pub(crate) attr: Option<Span>,
+    /// `#[out(...)]`: its span and the `shape = ...` expression, if given.
+    pub(crate) out: Option<(Span, Option<syn::Expr>)>,
+}
+
+const PARAM_ATTRS: &[&str] = &["external", "attr", "out"];
+
+/// Takes `#[external]`, `#[attr]` and `#[out(...)]` off the parameters (even when they fail to
+/// parse, with the error recorded) and returns the function to re-emit and the attributes.
+pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Vec<ParamAttrs>) {
+    let mut sig = item.sig.clone();
+    let mut all = Vec::new();
+    for arg in sig.inputs.iter_mut() {
+        let attrs = match arg {
+            syn::FnArg::Typed(t) => &mut t.attrs,
+            syn::FnArg::Receiver(r) => &mut r.attrs,
+        };
+        let mut pa = ParamAttrs::default();
+        attrs.retain(|a| {
+            let Some(name) = PARAM_ATTRS.iter().find(|n| a.path().is_ident(n)) else {
+                return true;
+            };
+            let span = a.path().span();
+            let seen = match *name {
+                "external" => pa.external.replace(span).is_some(),
+                "attr" => pa.attr.replace(span).is_some(),
+                _ => {
+                    let mut shape = None;
+                    if !matches!(a.meta, syn::Meta::Path(_)) {
+                        let r = a.parse_nested_meta(|meta| {
+                            if meta.path.is_ident("shape") {
+                                shape = Some(meta.value()?.parse::<syn::Expr>()?);
+                                Ok(())
+                            } else {
+                                Err(meta.error("unknown `out` option: expected `shape = [...]` or `shape = param`"))
+                            }
+                        });
+                        if let Err(e) = r {
+                            cx.syn_error(e);
+                        }
+                    }
+                    pa.out.replace((span, shape)).is_some()
+                }
+            };
+            if seen {
+                cx.error_spanned_by(a, format!("duplicate `#[{name}]`"));
+            } else if let syn::Meta::List(_) | syn::Meta::NameValue(_) = a.meta
+                && *name != "out"
+            {
+                cx.error_spanned_by(a, format!("`#[{name}]` takes no arguments"));
+            }
+            false
+        });
+        all.push(pa);
+    }
+    let attrs = &item.attrs;
+    let vis = &item.vis;
+    let body = &item.body;
+    (quote!(#(#attrs)* #vis #sig #body), all)
+}

@@ -1,0 +1,153 @@
+//! The XLA FFI C ABI (`xla/ffi/api/c_api.h`, API 0.5 as installed by jaxlib 0.12), described
+//! in Rust from the header: only what customop's handlers use. Every struct starts with
+//! `struct_size` and `extension_start`; enums are 32-bit. `tests/ffi_layout.rs` compares sizes
+//! and offsets with the real header through a C compiler.
+
+#![allow(non_camel_case_types, missing_docs, missing_debug_implementations)]
+
+use core::ffi::{c_char, c_void};
+
+pub const XLA_FFI_API_MAJOR: i32 = 0;
+/// We claim minor version 1, so that handlers also load in older jaxlibs.
+pub const XLA_FFI_API_MINOR_SUPPORTED: i32 = 1;
+
+pub const XLA_FFI_EXTENSION_METADATA: i32 = 1;
+pub const XLA_FFI_EXECUTION_STAGE_EXECUTE: i32 = 3;
+pub const XLA_FFI_ARG_TYPE_BUFFER: i32 = 1;
+pub const XLA_FFI_RET_TYPE_BUFFER: i32 = 1;
+pub const XLA_FFI_ATTR_TYPE_ARRAY: i32 = 1;
+pub const XLA_FFI_ATTR_TYPE_DICTIONARY: i32 = 2;
+pub const XLA_FFI_ATTR_TYPE_SCALAR: i32 = 3;
+pub const XLA_FFI_ATTR_TYPE_STRING: i32 = 4;
+
+#[repr(C)]
+pub struct XLA_FFI_InternalExtension {
+    pub struct_size: usize,
+    pub type_: i32,
+    pub next: *mut XLA_FFI_InternalExtension,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Api_Version {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub major_version: i32,
+    pub minor_version: i32,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_TypeId {
+    pub type_id: i64,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Metadata {
+    pub struct_size: usize,
+    pub api_version: XLA_FFI_Api_Version,
+    pub traits: u32,
+    pub state_type_id: XLA_FFI_TypeId,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Metadata_Extension {
+    pub extension_base: XLA_FFI_InternalExtension,
+    pub metadata: *mut XLA_FFI_Metadata,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Buffer {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub dtype: i32,
+    pub data: *mut c_void,
+    pub rank: i64,
+    pub dims: *mut i64,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub size: i64,
+    pub types: *mut i32,
+    pub args: *mut *mut c_void,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Rets {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub size: i64,
+    pub types: *mut i32,
+    pub rets: *mut *mut c_void,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_ByteSpan {
+    pub ptr: *const c_char,
+    pub len: usize,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Scalar {
+    pub dtype: i32,
+    pub value: *mut c_void,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Array {
+    pub dtype: i32,
+    pub size: usize,
+    pub data: *mut c_void,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Attrs {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub size: i64,
+    pub types: *mut i32,
+    pub names: *mut *mut XLA_FFI_ByteSpan,
+    pub attrs: *mut *mut c_void,
+}
+
+/// Opaque to us: XLA's error object.
+#[repr(C)]
+pub struct XLA_FFI_Error {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Error_Create_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub message: *const c_char,
+    pub errc: i32,
+}
+
+pub type XLA_FFI_Error_Create =
+    unsafe extern "C" fn(args: *mut XLA_FFI_Error_Create_Args) -> *mut XLA_FFI_Error;
+
+/// The head of `XLA_FFI_Api`: its first function pointer is `XLA_FFI_Error_Create`; the rest
+/// is not used, so not described.
+#[repr(C)]
+pub struct XLA_FFI_Api {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub api_version: XLA_FFI_Api_Version,
+    pub internal_api: *const c_void,
+    pub error_create: Option<XLA_FFI_Error_Create>,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_CallFrame {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub api: *const XLA_FFI_Api,
+    pub ctx: *mut c_void,
+    pub stage: i32,
+    pub args: XLA_FFI_Args,
+    pub rets: XLA_FFI_Rets,
+    pub attrs: XLA_FFI_Attrs,
+    pub future: *mut c_void,
+}

@@ -1,0 +1,255 @@
+//! Op schemas: what `#[custom_op]` declares, as data (JSON) and as a PyTorch FunctionSchema
+//! string.
+
+use crate::descriptor::Layout;
+use crate::types::ElementType;
+use serde::{Serialize, Serializer};
+use std::fmt::Write;
+
+/// One op: its name, target, parameters, results and properties.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpSchema {
+    /// `ns::op`.
+    pub name: String,
+    /// The custom call target (`call_target_name`) and FFI registration name.
+    pub target: String,
+    /// The custom call API version (4: typed XLA FFI).
+    pub api_version: u32,
+    /// Whether the op has side effects (`has_side_effect`; implied by a `&mut` external).
+    pub side_effect: bool,
+    /// The parameters, in declaration order (outputs are results, not parameters).
+    pub params: Vec<ParamSchema>,
+    /// The results, in the custom call's result order.
+    pub results: Vec<ResultSchema>,
+}
+
+/// A parameter of an op.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParamSchema {
+    /// The Rust parameter name.
+    pub name: String,
+    /// What it is.
+    #[serde(flatten)]
+    pub kind: ParamKind,
+}
+
+/// The kinds of parameters.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParamKind {
+    /// A tensor operand.
+    Tensor {
+        /// Its element type.
+        #[serde(serialize_with = "ser_dtype")]
+        dtype: ElementType,
+        /// Its rank, when the signature fixes it.
+        rank: Option<usize>,
+    },
+    /// A compile-time attribute, an entry of the `backend_config` dictionary.
+    Attribute {
+        /// Its type.
+        #[serde(rename = "type")]
+        ty: AttrType,
+    },
+    /// An opaque external structure: an operand of packed descriptor bytes.
+    External {
+        /// Whether the op updates it (`&mut`).
+        mutable: bool,
+        /// The descriptor's layout.
+        descriptor: Layout,
+    },
+}
+
+/// The types of attributes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AttrType {
+    /// `bool`.
+    Bool,
+    /// A scalar of this element type.
+    Scalar {
+        /// The element type.
+        #[serde(serialize_with = "ser_dtype")]
+        dtype: ElementType,
+    },
+    /// A string.
+    Str,
+    /// An array of scalars.
+    Array {
+        /// The element type.
+        #[serde(serialize_with = "ser_dtype")]
+        dtype: ElementType,
+    },
+    /// A whole descriptor, packed (wire format v1) into a byte string.
+    Descriptor {
+        /// Its layout.
+        descriptor: Layout,
+    },
+}
+
+/// A result of an op.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResultSchema {
+    /// The Rust name (the output parameter, or the external it updates).
+    pub name: String,
+    /// What it is.
+    #[serde(flatten)]
+    pub kind: ResultKind,
+}
+
+/// The kinds of results.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResultKind {
+    /// A tensor output with a shape rule.
+    Tensor {
+        /// Its element type.
+        #[serde(serialize_with = "ser_dtype")]
+        dtype: ElementType,
+        /// One rule per dimension.
+        shape: Vec<DimRule>,
+    },
+    /// A descriptor returned as packed bytes (`Opaque<T>`).
+    Opaque {
+        /// Its layout.
+        descriptor: Layout,
+    },
+    /// The updated bytes of a `&mut` external, aliased to its operand.
+    UpdatedExternal {
+        /// The external parameter.
+        param: String,
+        /// The operand index it aliases.
+        operand: usize,
+    },
+}
+
+/// How one dimension of an output is computed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DimRule {
+    /// A constant size.
+    Const {
+        /// The size.
+        size: i64,
+    },
+    /// The size of dimension `dim` of tensor parameter `param`.
+    DimOf {
+        /// The parameter.
+        param: String,
+        /// The dimension.
+        dim: usize,
+    },
+    /// All dimensions of tensor parameter `param` (the output has its shape).
+    ShapeOf {
+        /// The parameter.
+        param: String,
+    },
+}
+
+fn ser_dtype<S: Serializer>(t: &ElementType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.mlir_name())
+}
+
+impl OpSchema {
+    /// The schema as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The schema in PyTorch FunctionSchema syntax (what `torch.library` and
+    /// `torch._C.parse_schema` take): tensors and externals as `Tensor` (a mutable external as
+    /// `Tensor(a!)`), attributes after `*` with their types, results after `->`.
+    pub fn schema_string(&self) -> String {
+        let mut s = format!("{}(", self.name);
+        let mut first = true;
+        let mut sep = |s: &mut String| {
+            if !first {
+                s.push_str(", ");
+            }
+            first = false;
+        };
+        let mut alias = b'a';
+        for p in &self.params {
+            match &p.kind {
+                ParamKind::Tensor { .. } => {
+                    sep(&mut s);
+                    let _ = write!(s, "Tensor {}", p.name);
+                }
+                ParamKind::External { mutable, .. } => {
+                    sep(&mut s);
+                    if *mutable {
+                        let _ = write!(s, "Tensor({}!) {}", alias as char, p.name);
+                        alias = alias.saturating_add(1);
+                    } else {
+                        let _ = write!(s, "Tensor {}", p.name);
+                    }
+                }
+                ParamKind::Attribute { .. } => {}
+            }
+        }
+        let attrs: Vec<&ParamSchema> = self
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Attribute { .. }))
+            .collect();
+        if !attrs.is_empty() {
+            sep(&mut s);
+            s.push('*');
+            for p in attrs {
+                if let ParamKind::Attribute { ty } = &p.kind {
+                    let t = match ty {
+                        AttrType::Bool => "bool".to_string(),
+                        AttrType::Scalar { dtype } if dtype.is_float() => "float".to_string(),
+                        AttrType::Scalar { .. } => "int".to_string(),
+                        AttrType::Str | AttrType::Descriptor { .. } => "str".to_string(),
+                        AttrType::Array { dtype } if dtype.is_float() => "float[]".to_string(),
+                        AttrType::Array { .. } => "int[]".to_string(),
+                    };
+                    let _ = write!(s, ", {t} {}", p.name);
+                }
+            }
+        }
+        s.push_str(") -> ");
+        let returned: Vec<&ResultSchema> = self
+            .results
+            .iter()
+            .filter(|r| !matches!(r.kind, ResultKind::UpdatedExternal { .. }))
+            .collect();
+        match returned.len() {
+            0 => s.push_str("()"),
+            1 => s.push_str("Tensor"),
+            n => {
+                s.push('(');
+                s.push_str(&vec!["Tensor"; n].join(", "));
+                s.push(')');
+            }
+        }
+        s
+    }
+}
+
+/// Every op defined with `#[custom_op]` in the binary, across crates.
+pub mod registry {
+    use super::OpSchema;
+
+    /// A registered op: its schema and the name of its handler symbol.
+    #[derive(Debug)]
+    pub struct OpEntry {
+        /// The op's schema (built on first use).
+        pub schema: fn() -> &'static OpSchema,
+        /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
+        pub handler_symbol: &'static str,
+    }
+
+    inventory::collect!(OpEntry);
+
+    /// Every op in the binary, in no particular order.
+    pub fn ops() -> impl Iterator<Item = &'static OpEntry> {
+        inventory::iter::<OpEntry>.into_iter()
+    }
+
+    /// The op named `name` (`ns::op`), if any.
+    pub fn find(name: &str) -> Option<&'static OpEntry> {
+        ops().find(|e| (e.schema)().name == name)
+    }
+}
