@@ -52,7 +52,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         // Reported by the model (missing) or here (empty).
     } else if !valid_name(&op.name) {
         cx.syn_error(syn::Error::new(
-            proc_macro2::Span::call_site(),
+            op.name_span,
             format!(
                 "op name `{}` must be `namespace::name` (identifiers joined by `::`)",
                 op.name

@@ -185,9 +185,15 @@ fn expand_handler(
                     call_args.push(quote!(&#id));
                 }
             },
-            Kind::Output { elem, shape, .. } => {
+            Kind::Output {
+                elem, shape, rank, ..
+            } => {
                 let e = Ident::new(&elem.name, elem.span);
                 let ri = res_index(id);
+                let rank = match rank {
+                    Some(r) => quote!(#r),
+                    None => quote!({ #p::tensor::ANY_RANK }),
+                };
                 let dims = match shape {
                     Some(Shape::Of(src)) => quote!(#p::Vec::from(#src.dims())),
                     Some(Shape::Dims(ds)) => {
@@ -211,7 +217,7 @@ fn expand_handler(
                 let dims_id = format_ident!("__{}_dims", id);
                 outputs.push(quote! {
                     let #dims_id: #p::Vec<i64> = #dims;
-                    let #id = __cx.tensor_mut::<#e>(#ri, #pname, &#dims_id)?;
+                    let #id = __cx.tensor_mut::<#e, #rank>(#ri, #pname, &#dims_id)?;
                 });
                 call_args.push(quote!(#id));
             }

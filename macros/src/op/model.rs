@@ -9,6 +9,8 @@ pub(crate) struct Op<'a> {
     pub(crate) ident: &'a syn::Ident,
     pub(crate) vis: &'a syn::Visibility,
     pub(crate) name: String,
+    /// The `name` literal's span (the call site when it is missing).
+    pub(crate) name_span: Span,
     pub(crate) target: String,
     pub(crate) side_effect: bool,
     pub(crate) api_version: u32,
@@ -161,6 +163,10 @@ impl<'a> Op<'a> {
             ident: &item.sig.ident,
             vis: &item.vis,
             name,
+            name_span: options
+                .name
+                .as_ref()
+                .map_or_else(Span::call_site, |n| n.span()),
             target,
             side_effect: options.side_effect.is_some(),
             api_version,

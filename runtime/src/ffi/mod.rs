@@ -206,12 +206,12 @@ impl<'f> CallCx<'f> {
 
     /// Result `i` as a writable tensor of `T` with exactly the shape `dims` (from the shape
     /// rule). Each result can be taken once; its memory must not overlap any argument.
-    pub fn tensor_mut<T: Element>(
+    pub fn tensor_mut<T: Element, const RANK: usize>(
         &self,
         i: usize,
         name: &str,
         dims: &[i64],
-    ) -> Result<TensorMut<'f, T>, OpError> {
+    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
         let raw = self.raw(false, i)?;
         let n = self.typed::<T>(&raw, name, dims.len())?;
         if raw.dims != dims {

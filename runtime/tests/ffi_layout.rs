@@ -1,0 +1,188 @@
+//! The Rust description of the XLA FFI C ABI (`customop::ffi::abi`) has the sizes and field
+//! offsets of the real header that jaxlib installs: a C program compiled against it prints
+//! them, and they are compared with Rust's `size_of`/`offset_of!`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use core::mem::{offset_of, size_of};
+use customop::ffi::abi::*;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+macro_rules! layout {
+    ($map:ident, $t:ident { $($f:ident $(=> $cf:ident)?),* }) => {
+        $map.insert(format!("sizeof {}", stringify!($t)), size_of::<$t>());
+        $(
+            let cname = {
+                #[allow(unused_variables)]
+                let n = stringify!($f);
+                $( let n = stringify!($cf); )?
+                n
+            };
+            $map.insert(format!("{}.{}", stringify!($t), cname), offset_of!($t, $f));
+        )*
+    };
+}
+
+fn rust_layout() -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    // XLA_FFI_Api is described up to its first function pointer only (its size is not ours).
+    layout!(m, XLA_FFI_InternalExtension { struct_size, type_ => type, next });
+    layout!(
+        m,
+        XLA_FFI_Api_Version {
+            struct_size,
+            extension_start,
+            major_version,
+            minor_version
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Metadata {
+            struct_size,
+            api_version,
+            traits,
+            state_type_id
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Metadata_Extension {
+            extension_base,
+            metadata
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Buffer {
+            struct_size,
+            extension_start,
+            dtype,
+            data,
+            rank,
+            dims
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Args {
+            struct_size,
+            extension_start,
+            size,
+            types,
+            args
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Rets {
+            struct_size,
+            extension_start,
+            size,
+            types,
+            rets
+        }
+    );
+    layout!(m, XLA_FFI_ByteSpan { ptr, len });
+    layout!(m, XLA_FFI_Scalar { dtype, value });
+    layout!(m, XLA_FFI_Array { dtype, size, data });
+    layout!(
+        m,
+        XLA_FFI_Attrs {
+            struct_size,
+            extension_start,
+            size,
+            types,
+            names,
+            attrs
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Error_Create_Args {
+            struct_size,
+            extension_start,
+            message,
+            errc
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_CallFrame {
+            struct_size,
+            extension_start,
+            api,
+            ctx,
+            stage,
+            args,
+            rets,
+            attrs,
+            future
+        }
+    );
+    layout!(m, XLA_FFI_Api { struct_size, extension_start, api_version, internal_api, error_create => XLA_FFI_Error_Create });
+    m.remove("sizeof XLA_FFI_Api");
+    m
+}
+
+#[test]
+fn abi_structs_match_the_installed_header() {
+    let rust = rust_layout();
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"xla/ffi/api/c_api.h\"\nint main(void) {\n",
+    );
+    for key in rust.keys() {
+        let expr = match key.strip_prefix("sizeof ") {
+            Some(t) => format!("sizeof({t})"),
+            None => {
+                let (t, f) = key.split_once('.').unwrap();
+                format!("offsetof({t}, {f})")
+            }
+        };
+        c.push_str(&format!(
+            "  printf(\"%s=%zu\\n\", \"{key}\", (size_t){expr});\n"
+        ));
+    }
+    c.push_str("  printf(\"enum=%zu\\n\", sizeof(XLA_FFI_DataType));\n  return 0;\n}\n");
+    // The harness's venv has jaxlib and its headers.
+    customop_xla::Harness::get();
+    let dir = customop_xla::workspace_root().join("target/ffi-layout");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("layout.c");
+    std::fs::write(&src, c).unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cc -I\"$({} -c 'import jax; print(jax.ffi.include_dir())')\" {} -o {} && {}",
+            std::env::var("CUSTOMOP_PYTHON").unwrap_or_else(|_| customop_xla::workspace_root()
+                .join("target/xla-venv/bin/python")
+                .display()
+                .to_string()),
+            src.display(),
+            dir.join("layout").display(),
+            dir.join("layout").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let c_layout: BTreeMap<String, usize> = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+        .collect();
+    assert_eq!(c_layout["enum"], 4, "enums are 32-bit");
+    for (k, v) in &rust {
+        assert_eq!(
+            c_layout.get(k),
+            Some(v),
+            "{k}: C says {:?}, Rust {v}",
+            c_layout.get(k)
+        );
+    }
+}

@@ -1,0 +1,16 @@
+// Kernels are synchronous.
+use customop::prelude::*;
+
+#[derive(Descriptor)]
+#[descriptor(name = "ui::Cfg")]
+pub struct Cfg {
+    pub scale: f32,
+}
+
+#[custom_op(name = "ui::a")]
+pub async fn op(x: TensorRef<'_, f32>, #[out(shape = x)] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+fn main() {}

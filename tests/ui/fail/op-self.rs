@@ -1,0 +1,20 @@
+// Ops are free functions.
+use customop::prelude::*;
+
+#[derive(Descriptor)]
+#[descriptor(name = "ui::Cfg")]
+pub struct Cfg {
+    pub scale: f32,
+}
+
+pub struct S;
+
+impl S {
+    #[custom_op(name = "ui::a")]
+    pub fn op(&self, x: TensorRef<'_, f32>, #[out(shape = x)] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+        let _ = (x, y);
+        Ok(())
+    }
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+// A shape rule is a list of dimensions and constants.
+use customop::prelude::*;
+
+#[derive(Descriptor)]
+#[descriptor(name = "ui::Cfg")]
+pub struct Cfg {
+    pub scale: f32,
+}
+
+#[custom_op(name = "ui::a")]
+pub fn op(x: TensorRef<'_, f32>, #[out(shape = [x.dim(0) + 1])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+// A shape rule names a parameter of the op.
+use customop::prelude::*;
+
+#[derive(Descriptor)]
+#[descriptor(name = "ui::Cfg")]
+pub struct Cfg {
+    pub scale: f32,
+}
+
+#[custom_op(name = "ui::a")]
+pub fn op(x: TensorRef<'_, f32>, #[out(shape = [z.dim(0)])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+fn main() {}
