@@ -396,3 +396,93 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
     let hex: String = blob().pack().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(packed["hex"], hex);
 }
+
+// --- What #[custom_op] generates, without XLA -------------------------------------------------
+
+#[test]
+fn the_kernel_stays_a_plain_function() {
+    let b = k::Blob {
+        gain: 2.0,
+        bias: 1,
+        seed: 0,
+        tag: [0; 16],
+    };
+    let x = [1.0f32, 2.0, 3.0, 100.0, 0.0, 0.0];
+    let mut y = [0i8; 2];
+    k::custom_op_external(
+        &b,
+        customop::TensorRef::new(&x, &[2, 3]).unwrap(),
+        customop::TensorMut::new(&mut y, &[2]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(y, [13, 127]);
+}
+
+#[test]
+fn schemas_are_data_and_pytorch_strings() {
+    let s = k::custom_op_external::schema();
+    assert_eq!(s.name, "my_custom_library::custom_op_external");
+    assert_eq!(s.target, "my_custom_library.custom_op_external");
+    assert!(s.side_effect);
+    assert_eq!(s.api_version, 4);
+    assert_eq!(
+        k::custom_op_external::schema_string(),
+        "my_custom_library::custom_op_external(Tensor blob, Tensor x) -> Tensor"
+    );
+    assert_eq!(
+        k::rms_norm::schema_string(),
+        "example::rms_norm(Tensor x, *, float eps, str cfg) -> Tensor"
+    );
+    let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    assert_eq!(json["params"][0]["kind"], "external");
+    assert_eq!(json["params"][0]["descriptor"]["name"], "my_lib::Blob");
+    assert_eq!(json["params"][0]["descriptor"]["packed_size"], 56);
+    assert_eq!(json["params"][1]["kind"], "tensor");
+    assert_eq!(json["params"][1]["dtype"], "f32");
+    assert_eq!(json["params"][1]["rank"], 2);
+    assert_eq!(json["results"][0]["dtype"], "i8");
+    assert_eq!(
+        json["results"][0]["shape"],
+        serde_json::json!([{"kind": "dim_of", "param": "x", "dim": 0}])
+    );
+    let names: Vec<String> = customop::schema::registry::ops()
+        .map(|e| (e.schema)().name.clone())
+        .collect();
+    assert!(
+        names.contains(&"example_lib::affine".to_string()),
+        "{names:?}"
+    );
+    assert_eq!(
+        customop::schema::registry::find("example::rms_norm")
+            .unwrap()
+            .handler_symbol,
+        "customop_handler_example_rms_norm"
+    );
+}
+
+#[test]
+fn lowering_checks_operands_against_the_signature() {
+    let mut m = Module::new();
+    let mut f = m
+        .entry(
+            "main",
+            [t(ElementType::F32, &[3]), t(ElementType::I32, &[3, 3])],
+        )
+        .unwrap();
+    let (v, ints) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let ext = f.external::<k::Blob>("blob").unwrap();
+    let e = k::custom_op_external::call(&mut f, &ext, &v)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "my_custom_library::custom_op_external: parameter `x` takes a rank-2 tensor, got tensor<3xf32>"
+    );
+    let e = k::custom_op_external::call(&mut f, &ext, &ints)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("parameter `x` takes a tensor of f32, got tensor<3x3xi32>"),
+        "{e}"
+    );
+}

@@ -195,7 +195,7 @@ fn expand_handler(
                     None => quote!({ #p::tensor::ANY_RANK }),
                 };
                 let dims = match shape {
-                    Some(Shape::Of(src)) => quote!(#p::Vec::from(#src.dims())),
+                    Some(Shape::Of(src)) => quote!(#src.dims()),
                     Some(Shape::Dims(ds)) => {
                         let items = ds.iter().map(|d| match d {
                             Dim::Const(c) => quote!(#c),
@@ -210,14 +210,14 @@ fn expand_handler(
                                 })
                             }
                         });
-                        quote!(::core::convert::From::from([#(#items),*]))
+                        quote!(&[#(#items),*])
                     }
-                    None => quote!(#p::Vec::new()),
+                    None => quote!(&[]),
                 };
                 let dims_id = format_ident!("__{}_dims", id);
                 outputs.push(quote! {
-                    let #dims_id: #p::Vec<i64> = #dims;
-                    let #id = __cx.tensor_mut::<#e, #rank>(#ri, #pname, &#dims_id)?;
+                    let #dims_id: &[i64] = #dims;
+                    let #id = __cx.tensor_mut::<#e, #rank>(#ri, #pname, #dims_id)?;
                 });
                 call_args.push(quote!(#id));
             }

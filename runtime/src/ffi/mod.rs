@@ -173,20 +173,18 @@ impl<'f> CallCx<'f> {
             .map_err(|e| op_err(self.op, format!("parameter `{name}`: {e}")))
     }
 
-    /// The byte range of every argument buffer.
-    fn arg_ranges(&self) -> Vec<(usize, usize)> {
+    /// The byte range of every argument buffer (start, length).
+    fn arg_ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let (a, _) = self.counts();
-        (0..a)
-            .filter_map(|i| {
-                let raw = self.raw(true, i).ok()?;
-                let n = self.element_count("", raw.dims).ok()?;
-                let bytes = u32::try_from(raw.dtype)
-                    .ok()
-                    .and_then(ElementType::from_xla_code)
-                    .map_or(1, |e| e.byte_size());
-                Some((raw.data as usize, n * bytes))
-            })
-            .collect()
+        (0..a).filter_map(|i| {
+            let raw = self.raw(true, i).ok()?;
+            let n = self.element_count("", raw.dims).ok()?;
+            let bytes = u32::try_from(raw.dtype)
+                .ok()
+                .and_then(ElementType::from_xla_code)
+                .map_or(1, |e| e.byte_size());
+            Some((raw.data as usize, n * bytes))
+        })
     }
 
     fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
