@@ -20,8 +20,19 @@ fi
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
-step "mdbook build"
+step "the example kernel cdylib, built alone (no MLIR)"
+cargo build --locked -p customop-example-kernels --target-dir target/kernels
+export CUSTOMOP_KERNELS="$PWD/target/kernels/debug/libcustomop_example_kernels.so"
+if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
+  echo "the kernel cdylib links MLIR" >&2; exit 1
+fi
+step "examples"
+"$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
+cargo run --locked -q -p customop-examples --bin seed
+cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
+step "mdbook build, links and Python blocks"
 mdbook build book
+"$CUSTOMOP_PYTHON" scripts/check_book.py book/src
 # One closing line over every test binary's result (unit, integration, UI, doc).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -42,8 +42,17 @@ pub mod prelude {
 /// works.
 #[cfg(doctest)]
 mod book {
+    #[doc = include_str!("../../book/src/quick-start.md")]
+    struct QuickStart;
+
+    #[doc = include_str!("../../book/src/declaring-ops.md")]
+    struct DeclaringOps;
+
     #[doc = include_str!("../../book/src/descriptors.md")]
     struct Descriptors;
+
+    #[doc = include_str!("../../book/src/external-arguments.md")]
+    struct ExternalArguments;
 
     #[doc = include_str!("../../book/src/building-programs.md")]
     struct BuildingPrograms;

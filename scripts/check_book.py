@@ -1,0 +1,58 @@
+"""Checks the book: every relative link points at a file that exists (and, for `#anchor`
+links into a chapter, at one of its headings), and every ```python block runs.
+
+Usage: python scripts/check_book.py book/src   (with CUSTOMOP_KERNELS set for the Python blocks)
+Exits non-zero on the first broken link or failing block.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+
+def anchors(path):
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return out
+
+
+def main(src):
+    failures = []
+    blocks = []
+    for name in sorted(os.listdir(src)):
+        if not name.endswith(".md"):
+            continue
+        path = os.path.join(src, name)
+        text = open(path, encoding="utf-8").read()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+://", target):
+                failures.append("%s: external link %s (the book links only to itself)" % (name, target))
+                continue
+            file, _, anchor = target.partition("#")
+            dest = os.path.join(src, file) if file else path
+            if not os.path.exists(dest):
+                failures.append("%s: broken link %s" % (name, target))
+            elif anchor and anchor not in anchors(dest):
+                failures.append("%s: no heading #%s in %s" % (name, anchor, file or name))
+        for i, code in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+            blocks.append(("%s, python block %d" % (name, i + 1), code))
+    for f in failures:
+        print(f, file=sys.stderr)
+    if failures:
+        return 1
+    for what, code in blocks:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("%s failed:\n%s%s" % (what, r.stdout, r.stderr), file=sys.stderr)
+            return 1
+        print("ran %s" % what)
+    print("book: links ok, %d python blocks ran" % len(blocks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
