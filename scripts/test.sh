@@ -17,6 +17,8 @@ step "customop without default features depends on no MLIR crate"
 if cargo tree -p customop --no-default-features -e normal,build --locked | grep -E "mlir-sys|melior|tblgen"; then
   echo "customop --no-default-features must not depend on MLIR" >&2; exit 1
 fi
+step "cargo doc (no warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p customop -p customop-macros
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
@@ -29,6 +31,7 @@ fi
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 cargo run --locked -q -p customop-examples --bin seed
+cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 step "mdbook build, links and Python blocks"
 mdbook build book

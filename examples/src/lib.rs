@@ -1,39 +1,36 @@
 //! Shared pieces of the examples and benchmarks.
 
-use customop::lower::{BuildError, CustomCall, Module};
+use customop::lower::{BuildError, Module};
 use customop::prelude::*;
 
-/// The seed model's opaque structure: a 32-byte payload, 56 bytes packed.
-#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
-#[descriptor(name = "my_lib::Blob")]
-pub struct Blob {
-    /// Multiplies the row sums.
-    pub gain: f32,
-    /// Added after rounding.
-    pub bias: i32,
-    /// A seed (unused by the arithmetic; it is state a real kernel would carry).
-    pub seed: u64,
-    /// A tag.
-    pub tag: [u8; 16],
+pub use customop_example_kernels::Blob;
+
+/// The seed model: `x = sin(x); x = custom_op_external(external, x); x = x + 1`, with
+/// `external` a 56-byte `Blob` lifted to an annotated argument of `main`.
+pub fn seed_model() -> Result<Module, BuildError> {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [TensorType::new(ElementType::F32, [3, 3])?])?;
+    let x = f.arg(0)?;
+    let external = f.external::<Blob>("external")?;
+    let x = f.sine(&x)?;
+    let x = customop_example_kernels::custom_op_external::call(&mut f, &external, &x)?;
+    let one = f.constant::<i8>(&[3], &[1, 1, 1])?;
+    let x = f.add(&x, &one)?;
+    f.ret(&[&x])?;
+    Ok(m)
 }
 
-/// A chain of `n` custom calls on a `tensor<3x3xf32>`, each also taking the 56-byte external,
-/// with `+ 1` at the end: the workload of the builder benchmarks.
+/// A chain of `n` custom calls on a `tensor<3x3xf32>`, each also taking the 56-byte external
+/// (`customop_example_kernels::passthrough`, through its generated lowering), with `+ 1` at
+/// the end: the workload of the builder benchmarks and of the comparison with JAX.
 pub fn custom_call_chain(n: usize) -> Result<Module, BuildError> {
     let ty = TensorType::new(ElementType::F32, [3, 3])?;
     let mut m = Module::new();
     let mut f = m.entry("main", [ty.clone()])?;
     let blob = f.external::<Blob>("blob")?;
     let mut x = f.arg(0)?;
-    let results = [ty.clone()];
     for _ in 0..n {
-        let operands = [blob.value(), &x];
-        let mut call = CustomCall::new("bench.op", &operands, &results);
-        call.has_side_effect = false;
-        x = f
-            .custom_call(call)?
-            .pop()
-            .ok_or_else(|| BuildError::new("custom_call made no result"))?;
+        x = customop_example_kernels::passthrough::call(&mut f, &blob, &x)?;
     }
     let one = f.constant_splat(&ty, 1.0)?;
     let y = f.add(&x, &one)?;

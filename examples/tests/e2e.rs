@@ -33,18 +33,9 @@ fn blob() -> k::Blob {
     }
 }
 
-/// The seed: x = sin(x); x = custom_op_external(external, x); x + 1.
+/// The seed model (customop_examples::seed_model).
 fn seed_module() -> Module {
-    let mut m = Module::new();
-    let mut f = m.entry("main", [t(ElementType::F32, &[3, 3])]).unwrap();
-    let x = f.arg(0).unwrap();
-    let ext = f.external::<k::Blob>("external").unwrap();
-    let s = f.sine(&x).unwrap();
-    let y = k::custom_op_external::call(&mut f, &ext, &s).unwrap();
-    let one = f.constant::<i8>(&[3], &[1, 1, 1]).unwrap();
-    let z = f.add(&y, &one).unwrap();
-    f.ret(&[&z]).unwrap();
-    m
+    customop_examples::seed_model().unwrap()
 }
 
 fn seed_expected(x: &[f32], b: &k::Blob) -> Vec<i8> {
@@ -378,6 +369,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::checked_sqrt",
             "example::counter_step",
             "example::make_stats",
+            "example::passthrough",
             "example::rms_norm",
             "example::unlucky",
             "example_lib::affine",

@@ -180,3 +180,15 @@ pub fn unlucky(
     y.as_mut_slice().copy_from_slice(x.as_slice());
     Ok(())
 }
+
+/// `y = x`, taking the 56-byte `Blob` too: the op of the lowering benchmarks (a chain of N).
+#[custom_op(name = "example::passthrough")]
+pub fn passthrough(
+    #[external] blob: &Blob,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    let _ = blob;
+    y.as_mut_slice().copy_from_slice(x.as_slice());
+    Ok(())
+}

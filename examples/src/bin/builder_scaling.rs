@@ -4,11 +4,12 @@
 //! Run: `cargo run --release -p customop-examples --bin builder_scaling -- 1000 10000 100000`.
 //! Each N runs in a fresh process (the binary re-runs itself), so the peak RSS is that N's.
 //! Prints one line per N: `N, seconds, ns per op, peak RSS MiB, text bytes`.
+//! `--one N --out FILE` also writes the module text to FILE (for the XLA compile timing).
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-fn one(n: usize) -> ExitCode {
+fn one(n: usize, out: Option<&str>) -> ExitCode {
     let start = Instant::now();
     let text = match customop_examples::custom_call_chain(n).and_then(|m| m.to_text()) {
         Ok(t) => t,
@@ -18,6 +19,12 @@ fn one(n: usize) -> ExitCode {
         }
     };
     let secs = start.elapsed().as_secs_f64();
+    if let Some(path) = out
+        && std::fs::write(path, &text).is_err()
+    {
+        eprintln!("cannot write {path}");
+        return ExitCode::FAILURE;
+    }
     let rss = customop_examples::peak_rss_bytes().unwrap_or(0) as f64 / (1024.0 * 1024.0);
     println!(
         "{n}, {secs:.4}, {:.0}, {rss:.1}, {}",
@@ -29,13 +36,14 @@ fn one(n: usize) -> ExitCode {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, n] = args.as_slice()
-        && flag == "--one"
-    {
-        return match n.parse() {
-            Ok(n) => one(n),
-            Err(_) => ExitCode::FAILURE,
-        };
+    match args.as_slice() {
+        [flag, n] if flag == "--one" => {
+            return n.parse().map_or(ExitCode::FAILURE, |n| one(n, None));
+        }
+        [flag, n, o, path] if flag == "--one" && o == "--out" => {
+            return n.parse().map_or(ExitCode::FAILURE, |n| one(n, Some(path)));
+        }
+        _ => {}
     }
     let Ok(exe) = std::env::current_exe() else {
         return ExitCode::FAILURE;

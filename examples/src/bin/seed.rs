@@ -7,27 +7,12 @@
 //! `cargo run -p customop-examples --bin seed` with `CUSTOMOP_PYTHON` pointing at the venv.
 
 use customop::Descriptor;
-use customop::lower::{BuildError, Module};
-use customop::{ElementType, TensorType};
-use customop_example_kernels::{Blob, custom_op_external};
+use customop_example_kernels::Blob;
 use customop_xla::{Array, Ffi, Harness, example_kernels};
 use std::process::ExitCode;
 
-fn build() -> Result<Module, BuildError> {
-    let mut m = Module::new();
-    let mut f = m.entry("main", [TensorType::new(ElementType::F32, [3, 3])?])?;
-    let x = f.arg(0)?;
-    let external = f.external::<Blob>("external")?;
-    let x = f.sine(&x)?;
-    let x = custom_op_external::call(&mut f, &external, &x)?;
-    let one = f.constant::<i8>(&[3], &[1, 1, 1])?;
-    let x = f.add(&x, &one)?;
-    f.ret(&[&x])?;
-    Ok(m)
-}
-
 fn main() -> ExitCode {
-    let text = match build().and_then(|m| m.to_text()) {
+    let text = match customop_examples::seed_model().and_then(|m| m.to_text()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("building the seed model failed: {e}");

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# customop against JAX (and torch_xla if installed): one command, one machine, one run.
+# Usage: bash benches/compare/run.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bash scripts/setup.sh
+cargo build --locked --release -q -p customop-examples --bin builder_scaling --bin seed_module
+cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
+export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
+INC=$(target/xla-venv/bin/python -c 'import jax; print(jax.ffi.include_dir())')
+mkdir -p target/compare
+cc -O2 -shared -fPIC -I"$INC" tests/xla/c/seed_floor.c -o target/compare/libseed_floor.so -lm
+export CUSTOMOP_FLOOR_LIB="$PWD/target/compare/libseed_floor.so"
+exec target/xla-venv/bin/python benches/compare/compare.py "$@"

@@ -1,0 +1,239 @@
+const _: () = {
+    const __LAYOUT: ([usize; 3usize], usize, usize) = ::customop::__private::descriptor::__derive::layout_offsets::<
+        3usize,
+    >([
+        (
+            <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+            <f32 as ::customop::__private::descriptor::Wire>::ALIGN,
+        ),
+        (
+            <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+            <Mode as ::customop::__private::descriptor::Wire>::ALIGN,
+        ),
+        (
+            <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+            <[u8; 4] as ::customop::__private::descriptor::Wire>::ALIGN,
+        ),
+    ]);
+    const _: () = {
+        let _ = <u64 as ::customop::__private::descriptor::Wire>::SIZE;
+    };
+    impl ::customop::__private::descriptor::Descriptor for Cfg {
+        const NAME: &'static str = "my_lib::Cfg";
+        const FIXED_SIZE: usize = __LAYOUT.1;
+        const ALIGN: usize = __LAYOUT.2;
+        const HAS_TAILS: bool = true;
+        fn layout() -> &'static ::customop::__private::descriptor::Layout {
+            static LAYOUT: ::customop::__private::OnceLock<
+                ::customop::__private::descriptor::Layout,
+            > = ::customop::__private::OnceLock::new();
+            LAYOUT
+                .get_or_init(|| {
+                    let __layout = ::customop::__private::descriptor::Layout::build(
+                        "my_lib::Cfg",
+                        __LAYOUT.2,
+                        __LAYOUT.1,
+                        <Cfg as ::customop::__private::descriptor::Descriptor>::PACKED_SIZE,
+                        ::core::convert::From::from([
+                            ::customop::__private::descriptor::FieldLayout {
+                                name: ::customop::__private::ToString::to_string("scale"),
+                                offset: ::core::option::Option::Some(__LAYOUT.0[0usize]),
+                                size: <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                                ty: <f32 as ::customop::__private::descriptor::Wire>::describe(),
+                            },
+                            ::customop::__private::descriptor::FieldLayout {
+                                name: ::customop::__private::ToString::to_string("mode"),
+                                offset: ::core::option::Option::Some(__LAYOUT.0[1usize]),
+                                size: <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                                ty: <Mode as ::customop::__private::descriptor::Wire>::describe(),
+                            },
+                            ::customop::__private::descriptor::FieldLayout {
+                                name: ::customop::__private::ToString::to_string("tag"),
+                                offset: ::core::option::Option::Some(__LAYOUT.0[2usize]),
+                                size: <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                                ty: <[u8; 4] as ::customop::__private::descriptor::Wire>::describe(),
+                            },
+                            ::customop::__private::descriptor::FieldLayout {
+                                name: ::customop::__private::ToString::to_string("offsets"),
+                                offset: ::core::option::Option::None,
+                                size: 0,
+                                ty: ::customop::__private::descriptor::TypeLayout::Vec {
+                                    element: ::customop::__private::Box::new(
+                                        <u64 as ::customop::__private::descriptor::Wire>::describe(),
+                                    ),
+                                },
+                            },
+                        ]),
+                    );
+                    ::customop::__private::descriptor::registry::record(
+                        __layout.fingerprint,
+                        "my_lib::Cfg",
+                    );
+                    __layout
+                })
+        }
+        fn __payload_len(&self) -> usize {
+            #[allow(unused_mut)]
+            let mut __at: usize = __LAYOUT.1;
+            __at = ::customop::__private::descriptor::__derive::tail_len_vec::<
+                u64,
+            >(__at, self.offsets.len());
+            __at
+        }
+        fn __write_payload(&self, __payload: &mut [u8]) {
+            ::customop::__private::descriptor::__derive::write_field(
+                &self.scale,
+                __payload,
+                __LAYOUT.0[0usize],
+            );
+            ::customop::__private::descriptor::__derive::write_field(
+                &self.mode,
+                __payload,
+                __LAYOUT.0[1usize],
+            );
+            ::customop::__private::descriptor::__derive::write_field(
+                &self.tag,
+                __payload,
+                __LAYOUT.0[2usize],
+            );
+            #[allow(unused_mut, unused_assignments)]
+            let mut __at: usize = __LAYOUT.1;
+            __at = ::customop::__private::descriptor::__derive::write_vec_tail(
+                &self.offsets,
+                __payload,
+                __at,
+            );
+            let _ = __at;
+        }
+        fn __read_payload(
+            __payload: &[u8],
+        ) -> ::core::result::Result<
+            Self,
+            ::customop::__private::descriptor::DescriptorError,
+        > {
+            let __read = || -> ::core::result::Result<
+                Self,
+                ::customop::__private::descriptor::DescriptorError,
+            > {
+                if __payload.len() < __LAYOUT.1 {
+                    return ::core::result::Result::Err(
+                        ::customop::__private::descriptor::DescriptorError::field_error(::customop::__private::descriptor::ErrorKind::TooShort {
+                            needed: ::customop::__private::descriptor::HEADER_SIZE
+                                + __LAYOUT.1,
+                            got: ::customop::__private::descriptor::HEADER_SIZE
+                                + __payload.len(),
+                        }),
+                    );
+                }
+                ::customop::__private::descriptor::__derive::check_zero(
+                    __payload,
+                    __LAYOUT.0[0usize]
+                        + <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                    __LAYOUT.0[1usize],
+                )?;
+                ::customop::__private::descriptor::__derive::check_zero(
+                    __payload,
+                    __LAYOUT.0[1usize]
+                        + <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                    __LAYOUT.0[2usize],
+                )?;
+                ::customop::__private::descriptor::__derive::check_zero(
+                    __payload,
+                    __LAYOUT.0[2usize]
+                        + <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                    __LAYOUT.1,
+                )?;
+                #[allow(unused_mut)]
+                let mut __at: usize = __LAYOUT.1;
+                let scale: f32 = ::customop::__private::descriptor::__derive::read_field(
+                    __payload,
+                    __LAYOUT.0[0usize],
+                    "scale",
+                )?;
+                let mode: Mode = ::customop::__private::descriptor::__derive::read_field(
+                    __payload,
+                    __LAYOUT.0[1usize],
+                    "mode",
+                )?;
+                let tag: [u8; 4] = ::customop::__private::descriptor::__derive::read_field(
+                    __payload,
+                    __LAYOUT.0[2usize],
+                    "tag",
+                )?;
+                let (offsets, __end) = ::customop::__private::descriptor::__derive::read_vec_tail(
+                    __payload,
+                    __at,
+                    "offsets",
+                )?;
+                __at = __end;
+                if __at != __payload.len() {
+                    return ::core::result::Result::Err(
+                        ::customop::__private::descriptor::DescriptorError::field_error(::customop::__private::descriptor::ErrorKind::TooLong {
+                            used: ::customop::__private::descriptor::HEADER_SIZE + __at,
+                            got: ::customop::__private::descriptor::HEADER_SIZE
+                                + __payload.len(),
+                        }),
+                    );
+                }
+                ::core::result::Result::Ok(Cfg { scale, mode, tag, offsets })
+            };
+            __read().map_err(|e| e.in_descriptor("my_lib::Cfg"))
+        }
+    }
+};
+const _: () = {
+    impl ::customop::__private::descriptor::Wire for Mode {
+        const SIZE: usize = ::core::mem::size_of::<u8>();
+        const ALIGN: usize = ::core::mem::size_of::<u8>();
+        fn describe() -> ::customop::__private::descriptor::TypeLayout {
+            ::customop::__private::descriptor::TypeLayout::Enum {
+                name: ::customop::__private::ToString::to_string("Mode"),
+                repr: ::customop::__private::ToString::to_string("u8"),
+                variants: ::core::convert::From::from([
+                    ::customop::__private::descriptor::EnumVariant {
+                        name: ::customop::__private::ToString::to_string("Fast"),
+                        value: 0i64,
+                    },
+                    ::customop::__private::descriptor::EnumVariant {
+                        name: ::customop::__private::ToString::to_string("Exact"),
+                        value: 1i64,
+                    },
+                ]),
+            }
+        }
+        #[inline]
+        fn write(&self, __out: &mut [u8]) {
+            let __v: u8 = match self {
+                Mode::Fast => 0,
+                Mode::Exact => 1,
+            };
+            <u8 as ::customop::__private::descriptor::Wire>::write(&__v, __out)
+        }
+        #[inline]
+        fn read(
+            __bytes: &[u8],
+        ) -> ::core::result::Result<
+            Self,
+            ::customop::__private::descriptor::DescriptorError,
+        > {
+            match <u8 as ::customop::__private::descriptor::Wire>::read(__bytes)? {
+                0 => ::core::result::Result::Ok(Mode::Fast),
+                1 => ::core::result::Result::Ok(Mode::Exact),
+                __other => {
+                    ::core::result::Result::Err(
+                        ::customop::__private::descriptor::DescriptorError::field_error(::customop::__private::descriptor::ErrorKind::InvalidEnum {
+                            name: "Mode",
+                            value: __other as i64,
+                        }),
+                    )
+                }
+            }
+        }
+        fn placeholder() -> Self {
+            Mode::Fast
+        }
+    }
+    impl ::customop::__private::descriptor::WireEnum for Mode {
+        const DISCRIMINANTS: &'static [i64] = &[0i64, 1i64];
+    }
+};
