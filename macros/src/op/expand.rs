@@ -23,6 +23,28 @@ fn elem_tokens(p: &TokenStream, name: &str) -> TokenStream {
     quote!(#p::types::ElementType::#v)
 }
 
+/// The element type and shape rule of output parameter `id`.
+fn output_of<'m>(
+    op: &'m Op<'_>,
+    id: &Ident,
+) -> Option<(&'m super::model::Elem, &'m Option<Shape>)> {
+    op.params
+        .iter()
+        .find(|q| &q.ident == id)
+        .and_then(|prm| match &prm.kind {
+            Kind::Output { elem, shape, .. } => Some((elem, shape)),
+            _ => None,
+        })
+}
+
+/// `RANK` of a view type: the declared rank, or `ANY_RANK`.
+fn rank_tokens(p: &TokenStream, rank: &Option<usize>) -> TokenStream {
+    match rank {
+        Some(r) => quote!(#r),
+        None => quote!({ #p::tensor::ANY_RANK }),
+    }
+}
+
 /// The symbol of the op's exported XLA FFI handler.
 pub(crate) fn handler_symbol(target: &str) -> String {
     let mut s = String::from("customop_handler_");
@@ -142,10 +164,7 @@ fn expand_handler(
         match &prm.kind {
             Kind::Tensor { elem, rank } => {
                 let e = Ident::new(&elem.name, elem.span);
-                let rank = match rank {
-                    Some(r) => quote!(#r),
-                    None => quote!({ #p::tensor::ANY_RANK }),
-                };
+                let rank = rank_tokens(p, rank);
                 inputs.push(quote!(let #id = __cx.tensor_ref::<#e, #rank>(#oi, #pname)?;));
                 call_args.push(quote!(#id));
             }
@@ -190,10 +209,7 @@ fn expand_handler(
             } => {
                 let e = Ident::new(&elem.name, elem.span);
                 let ri = res_index(id);
-                let rank = match rank {
-                    Some(r) => quote!(#r),
-                    None => quote!({ #p::tensor::ANY_RANK }),
-                };
+                let rank = rank_tokens(p, rank);
                 let dims = match shape {
                     Some(Shape::Of(src)) => quote!(#src.dims()),
                     Some(Shape::Dims(ds)) => {
@@ -323,10 +339,7 @@ fn expand_schema(
     });
     let res = results.iter().map(|r| match r {
         Res::Output(id) => {
-            let Some(prm) = op.params.iter().find(|q| &q.ident == *id) else {
-                return TokenStream::new();
-            };
-            let Kind::Output { elem, shape, .. } = &prm.kind else {
+            let Some((elem, shape)) = output_of(op, id) else {
                 return TokenStream::new();
             };
             let e = elem_tokens(p, &elem.name);
@@ -445,10 +458,7 @@ fn expand_lowering(
     });
     let result_types = results.iter().map(|r| match r {
         Res::Output(id) => {
-            let Some(prm) = op.params.iter().find(|q| &q.ident == *id) else {
-                return TokenStream::new();
-            };
-            let Kind::Output { elem, shape, .. } = &prm.kind else {
+            let Some((elem, shape)) = output_of(op, id) else {
                 return TokenStream::new();
             };
             let e = elem_tokens(p, &elem.name);

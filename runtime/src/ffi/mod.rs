@@ -318,9 +318,8 @@ impl<'f> CallCx<'f> {
         ))
     }
 
-    /// The scalar attribute `name` of type `T` (a mismatch is an error, not garbage); for
-    /// `bool` use [`CallCx::attr_bool`].
-    pub fn attr_scalar<T: Element + NotBool>(&self, name: &str) -> Result<T, OpError> {
+    /// The value pointer of scalar attribute `name`, checked to have element type `element`.
+    fn scalar_attr(&self, name: &str, element: ElementType) -> Result<*const c_void, OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_SCALAR {
             return Err(op_err(
@@ -330,42 +329,32 @@ impl<'f> CallCx<'f> {
         }
         // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar valid for the call.
         let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
-        if s.dtype as u32 != T::ELEMENT_TYPE.xla_code() || s.value.is_null() {
+        if s.dtype as u32 != element.xla_code() || s.value.is_null() {
             return Err(op_err(
                 self.op,
                 format!(
-                    "attribute `{name}`: expected {}, got {}",
-                    T::ELEMENT_TYPE,
+                    "attribute `{name}`: expected {element}, got {}",
                     element_name(s.dtype)
                 ),
             ));
         }
-        // SAFETY: the scalar's value has the checked dtype; read unaligned to be safe.
-        Ok(unsafe { core::ptr::read_unaligned(s.value as *const T) })
+        Ok(s.value as *const c_void)
+    }
+
+    /// The scalar attribute `name` of type `T` (a mismatch is an error, not garbage); for
+    /// `bool` use [`CallCx::attr_bool`].
+    pub fn attr_scalar<T: Element + NotBool>(&self, name: &str) -> Result<T, OpError> {
+        let value = self.scalar_attr(name, T::ELEMENT_TYPE)?;
+        // SAFETY: the scalar's value has the checked dtype, and every bit pattern of a
+        // `NotBool` type is a value; read unaligned to be safe.
+        Ok(unsafe { core::ptr::read_unaligned(value as *const T) })
     }
 
     /// The boolean attribute `name`.
     pub fn attr_bool(&self, name: &str) -> Result<bool, OpError> {
-        let (ty, ptr) = self.attr(name)?;
-        if ty != XLA_FFI_ATTR_TYPE_SCALAR {
-            return Err(op_err(
-                self.op,
-                format!("attribute `{name}` is not a scalar"),
-            ));
-        }
-        // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar valid for the call.
-        let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
-        if s.dtype as u32 != ElementType::Bool.xla_code() || s.value.is_null() {
-            return Err(op_err(
-                self.op,
-                format!(
-                    "attribute `{name}`: expected a bool, got {}",
-                    element_name(s.dtype)
-                ),
-            ));
-        }
+        let value = self.scalar_attr(name, ElementType::Bool)?;
         // SAFETY: a PRED scalar is one byte; read it as u8, not as bool, so any byte is fine.
-        let byte = unsafe { core::ptr::read(s.value as *const u8) };
+        let byte = unsafe { core::ptr::read(value as *const u8) };
         Ok(byte != 0)
     }
 
