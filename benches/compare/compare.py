@@ -90,12 +90,22 @@ def xla_compile(path):
     return json.loads(r.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def torch_xla_available():
-    try:
-        import torch_xla  # noqa: F401
-        return True
-    except Exception:
-        return False
+def torch_python():
+    """A Python with torch and torch_xla: $CUSTOMOP_TORCH_PYTHON, else target/torch-venv."""
+    for py in [os.environ.get("CUSTOMOP_TORCH_PYTHON"), os.path.join(ROOT, "target", "torch-venv", "bin", "python")]:
+        if py and os.path.exists(py):
+            r = subprocess.run([py, "-c", "import torch, torch_xla"], capture_output=True)
+            if r.returncode == 0:
+                return py
+    return None
+
+
+def torch_lower(py, n):
+    def once():
+        r = subprocess.run([py, os.path.join(ROOT, "benches", "compare", "torch_side.py"), str(n)],
+                           capture_output=True, text=True, check=True)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    return best_of(1, once)
 
 
 def execution_overhead(iterations=2000):
@@ -176,13 +186,17 @@ def main():
     ns = [1000, 10000] if quick else [1000, 10000, 100000]
     os.makedirs(os.path.join(ROOT, "target", "compare"), exist_ok=True)
     tmp = lambda name: os.path.join(ROOT, "target", "compare", name)
-    print("torch_xla: %s" % ("installed, but its side is not implemented in this script yet"
-                              if torch_xla_available() else
-                              "not installed (optional: torch==2.9.0 and torch_xla==2.9.0, ~6.5 GB); its side is skipped"))
+    tpy = torch_python()
+    print("torch_xla: %s" % ("found at %s" % tpy if tpy else
+                              "not installed (optional: torch==2.9.0 and torch_xla==2.9.0, ~6.5 GB, e.g. "
+                              "in target/torch-venv); its side is skipped"))
     rows = []
+    torch_rows = {}
     for n in ns:
         c = customop_lower(n, tmp("customop-%d.mlir" % n))
         j = jax_lower(n, tmp("jax-%d.mlir" % n))
+        if tpy and n <= 10000:  # torch_xla needs minutes beyond 10k
+            torch_rows[n] = torch_lower(tpy, n)
         # XLA CPU takes ~110 s to compile 10k custom calls from either side: time 1k only.
         cc = xla_compile(tmp("customop-%d.mlir" % n)) if n <= 1000 else float("nan")
         jc = xla_compile(tmp("jax-%d.mlir" % n)) if n <= 1000 else float("nan")
@@ -194,6 +208,24 @@ def main():
         print("| {:,} | {:.3f} s | {:.3f} s | {:.1f}x | {:.0f} MiB | {:.0f} MiB | {} | {} |".format(
             n, c["seconds"], j["seconds"], j["seconds"] / c["seconds"], c["rss_mb"], j["rss_mb"],
             "%.2f s" % cc if cc == cc else "-", "%.2f s" % jc if jc == jc else "-"))
+
+    if torch_rows:
+        print()
+        print("| N | customop lower | torch_xla export + lower | torch_xla / customop | torch_xla RSS |")
+        print("|---|---|---|---|---|")
+        for n, c, j, cc, jc in rows:
+            if n in torch_rows:
+                t = torch_rows[n]
+                print("| {:,} | {:.3f} s | {:.2f} s | {:.0f}x | {:.0f} MiB |".format(
+                    n, c["seconds"], t["seconds"], t["seconds"] / c["seconds"], t["rss_mb"]))
+        manifest = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); from customop.xla import Library; "
+                                   "import json; print(json.dumps(Library(%r).manifest))" % (os.path.join(ROOT, "python"), KERNELS)],
+                                  capture_output=True, text=True, check=True).stdout
+        open(tmp("manifest.json"), "w").write(manifest)
+        r = subprocess.run([tpy, os.path.join(ROOT, "benches", "compare", "torch_side.py"), "--schemas", tmp("manifest.json")],
+                           capture_output=True, text=True, check=True)
+        print("\ntorch._C.parse_schema accepted the schema strings of all %d example ops"
+              % json.loads(r.stdout.strip().splitlines()[-1])["parsed"])
 
     # The seed program, for the execution overhead.
     subprocess.run([os.path.join(ROOT, "target", "release", "seed_module"), tmp("seed.mlir")], check=True)
