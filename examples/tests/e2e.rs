@@ -368,6 +368,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::apply_stats",
             "example::checked_sqrt",
             "example::counter_step",
+            "example::doubled",
             "example::make_stats",
             "example::passthrough",
             "example::rms_norm",
@@ -477,4 +478,24 @@ fn lowering_checks_operands_against_the_signature() {
         e.contains("parameter `x` takes a tensor of f32, got tensor<3x3xi32>"),
         "{e}"
     );
+}
+
+#[test]
+fn the_target_and_crate_options_reach_xla() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F64, &[3])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let y = k::doubled::call(&mut f, &x).unwrap();
+    f.ret(&[&y]).unwrap();
+    let text = m.to_text().unwrap();
+    assert!(
+        text.contains("call_target_name = \"example_doubled_target\""),
+        "{text}"
+    );
+    assert_eq!(
+        k::doubled::HANDLER_SYMBOL,
+        "customop_handler_example_doubled_target"
+    );
+    let out = run(&text, vec![vec![Array::f64(&[3], &[1.5, -2.0, 0.25])]]);
+    assert_eq!(out[0].as_ref().unwrap()[0].to_f64(), vec![3.0, -4.0, 0.5]);
 }

@@ -170,6 +170,10 @@ def handle(request):
 
 def main():
     request = json.load(sys.stdin)
+    # Keep 64-bit inputs 64-bit: without this, jax.device_put turns float64/int64 into 32 bits.
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
     try:
         answer = handle(request)
     except Exception as e:  # an answer, not a Python traceback, whatever goes wrong

@@ -192,3 +192,20 @@ pub fn passthrough(
     y.as_mut_slice().copy_from_slice(x.as_slice());
     Ok(())
 }
+
+/// `y = 2 x`, declared with an explicit `target` and `crate` path (the options that the other
+/// ops leave at their defaults).
+#[custom_op(
+    name = "example::doubled",
+    target = "example_doubled_target",
+    crate = "::customop"
+)]
+pub fn doubled(
+    x: TensorRef<'_, f64>,
+    #[out(shape = x)] mut y: TensorMut<'_, f64>,
+) -> Result<(), OpError> {
+    for (o, v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = 2.0 * v;
+    }
+    Ok(())
+}
