@@ -56,6 +56,9 @@ mod book {
 
     #[doc = include_str!("../../book/src/building-programs.md")]
     struct BuildingPrograms;
+
+    #[doc = include_str!("../../book/src/many-devices.md")]
+    struct ManyDevices;
 }
 
 /// Items the generated code names. Not part of the public API: free to change.

@@ -4,7 +4,7 @@
 //! `OperationBuilder` in a context that allows unregistered dialects; MLIR's verifier then checks
 //! the builtin and `func` rules. jaxlib (the tests' harness) is the judge of the StableHLO rules.
 
-use super::{Body, BuildError, FuncData, Module, ValRef};
+use super::{Body, BuildError, FuncData, Module, Sharding, ValRef};
 use crate::types::TensorType;
 use melior::{
     Context,
@@ -104,6 +104,19 @@ fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, Bui
         loc: Location::unknown(ctx),
     };
     let module = melior::ir::Module::new(cache.loc);
+    for mesh in m.meshes() {
+        let op = OperationBuilder::new("sdy.mesh", cache.loc)
+            .add_attributes(&[
+                (
+                    Identifier::new(ctx, "sym_name"),
+                    StringAttribute::new(ctx, &mesh.name).into(),
+                ),
+                (Identifier::new(ctx, "mesh"), cache.attr(mesh.attr())?),
+            ])
+            .build()
+            .map_err(mlir_err)?;
+        module.body().append_operation(op);
+    }
     let all_externals: Vec<u32> = (0..m.externals().len() as u32).collect();
     for (index, f) in m.funcs().iter().enumerate() {
         let externals = if index as u32 == entry {
@@ -235,21 +248,48 @@ fn build_func<'c>(
             StringAttribute::new(ctx, "private").into(),
         ));
     }
-    if is_entry && !externals.is_empty() {
+    let mesh = m.meshes().first();
+    let has_param_shardings = f.param_shardings.iter().any(Option::is_some);
+    if is_entry && (!externals.is_empty() || has_param_shardings) {
         let mut text = String::from("[");
         for i in 0..arg_types.len() {
             if i > 0 {
                 text.push_str(", ");
             }
             if i < n_params {
-                text.push_str("{}");
+                match f.param_shardings.get(i).and_then(Option::as_ref) {
+                    Some(s) => text.push_str(&format!("{{sdy.sharding = {}}}", s.attr())),
+                    None => text.push_str("{}"),
+                }
             } else {
                 let e = &m.externals()[externals[i - n_params] as usize];
-                text.push_str(&format!("{{customop.external = {}}}", e.annotation()));
+                text.push_str(&format!("{{customop.external = {}", e.annotation()));
+                // With a mesh, externals are replicated on every device.
+                if let Some(mesh) = mesh {
+                    text.push_str(&format!(
+                        ", sdy.sharding = {}",
+                        Sharding::replicated(&mesh.name, 1).attr()
+                    ));
+                }
+                text.push('}');
             }
         }
         text.push(']');
         attrs.push((Identifier::new(ctx, "arg_attrs"), cache.attr(text)?));
+    }
+    if is_entry && f.result_shardings.iter().any(Option::is_some) {
+        let items: Vec<String> = f
+            .result_shardings
+            .iter()
+            .map(|s| match s {
+                Some(s) => format!("{{sdy.sharding = {}}}", s.attr()),
+                None => "{}".to_string(),
+            })
+            .collect();
+        attrs.push((
+            Identifier::new(ctx, "res_attrs"),
+            cache.attr(format!("[{}]", items.join(", ")))?,
+        ));
     }
     OperationBuilder::new("func.func", loc)
         .add_attributes(&attrs)

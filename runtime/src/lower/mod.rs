@@ -14,9 +14,11 @@
 pub(crate) mod attr;
 mod emit;
 mod ops;
+mod sharding;
 
 pub use attr::Attr;
 pub use ops::{Compare, ConstantElement, DotDims};
+pub use sharding::{Mesh, Sharding};
 
 use crate::descriptor::Descriptor;
 use crate::types::{ElementType, TensorType};
@@ -234,6 +236,10 @@ pub(crate) struct FuncData {
     pub(crate) results: Vec<Arc<TensorType>>,
     /// The module externals this function needs, directly or through its callees (sorted).
     pub(crate) externals: Vec<u32>,
+    /// Shardings of the entry function's parameters (empty, or one per parameter).
+    pub(crate) param_shardings: Vec<Option<sharding::Sharding>>,
+    /// Shardings of the entry function's results (empty, or one per result).
+    pub(crate) result_shardings: Vec<Option<sharding::Sharding>>,
 }
 
 static NEXT_MODULE_ID: AtomicU32 = AtomicU32::new(1);
@@ -247,6 +253,7 @@ pub struct Module {
     externals: Vec<External>,
     external_by_name: HashMap<String, u32>,
     types: HashMap<TensorType, Arc<TensorType>>,
+    meshes: Vec<sharding::Mesh>,
 }
 
 impl Default for Module {
@@ -265,6 +272,7 @@ impl Module {
             externals: Vec::new(),
             external_by_name: HashMap::new(),
             types: HashMap::new(),
+            meshes: Vec::new(),
         }
     }
 
@@ -299,6 +307,8 @@ impl Module {
             returns: Vec::new(),
             results: Vec::new(),
             externals: Vec::new(),
+            param_shardings: Vec::new(),
+            result_shardings: Vec::new(),
         });
         Ok(FuncBuilder {
             module: self,

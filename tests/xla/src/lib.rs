@@ -27,6 +27,9 @@ pub struct Array {
     pub shape: Vec<i64>,
     /// The elements' little-endian bytes, row-major, as hex.
     hex: String,
+    /// For a sharded run: the mesh axes each dimension is split along.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<Vec<Vec<String>>>,
 }
 
 macro_rules! typed_array {
@@ -78,7 +81,18 @@ impl Array {
             dtype: dtype.to_string(),
             shape: shape.to_vec(),
             hex,
+            spec: None,
         }
+    }
+
+    /// The same array, placed on the mesh split along `spec` (per dimension, the mesh axes).
+    pub fn sharded(mut self, spec: &[&[&str]]) -> Array {
+        self.spec = Some(
+            spec.iter()
+                .map(|d| d.iter().map(|a| a.to_string()).collect())
+                .collect(),
+        );
+        self
     }
 
     /// The raw little-endian bytes.
@@ -187,6 +201,8 @@ pub struct Outcome {
     pub runs: Vec<Result<Vec<Array>, XlaError>>,
     /// The probes' values after the last run.
     pub probes: Vec<i64>,
+    /// For SPMD runs: per run, per output, each device's shard shape.
+    pub shard_shapes: Vec<Vec<Vec<Vec<i64>>>>,
 }
 
 /// A module to compile once and run on several input sets, in one process.
@@ -202,6 +218,10 @@ pub struct Job<'a> {
     pub runs: Vec<Vec<Array>>,
     /// Counters to read after the runs.
     pub probes: Vec<Probe>,
+    /// For an SPMD run on virtual CPU devices: the mesh axes and sizes.
+    pub mesh: Vec<(String, i64)>,
+    /// For an SPMD run: how each output is split (to assemble it from its shards).
+    pub output_specs: Vec<Vec<Vec<String>>>,
 }
 
 #[derive(Serialize)]
@@ -216,6 +236,10 @@ struct Request<'a> {
     ffi: Option<&'a Ffi>,
     #[serde(skip_serializing_if = "<[Probe]>::is_empty")]
     probes: &'a [Probe],
+    #[serde(skip_serializing_if = "<[(String, i64)]>::is_empty")]
+    mesh: &'a [(String, i64)],
+    #[serde(skip_serializing_if = "<[Vec<Vec<String>>]>::is_empty")]
+    output_specs: &'a [Vec<Vec<String>>],
 }
 
 #[derive(Deserialize)]
@@ -231,6 +255,8 @@ struct Answer {
     runs: Vec<Answer>,
     #[serde(default)]
     probes: Vec<i64>,
+    #[serde(default)]
+    shard_shapes: Vec<Vec<Vec<i64>>>,
 }
 
 impl Answer {
@@ -377,6 +403,8 @@ impl Harness {
             runs: None,
             ffi: None,
             probes: &[],
+            mesh: &[],
+            output_specs: &[],
         })
         .into_result()
         .map(drop)
@@ -391,6 +419,8 @@ impl Harness {
             runs: None,
             ffi,
             probes: &[],
+            mesh: &[],
+            output_specs: &[],
         })
         .into_result()
         .map(drop)
@@ -431,12 +461,15 @@ impl Harness {
             runs: Some(&job.runs),
             ffi: job.ffi,
             probes: &job.probes,
+            mesh: &job.mesh,
+            output_specs: &job.output_specs,
         });
         if !answer.ok {
             return Err(answer.into_result().expect_err("not ok"));
         }
         Ok(Outcome {
             probes: answer.probes,
+            shard_shapes: answer.runs.iter().map(|r| r.shard_shapes.clone()).collect(),
             runs: answer.runs.into_iter().map(Answer::into_result).collect(),
         })
     }
