@@ -38,6 +38,24 @@ pub fn custom_call_chain(n: usize) -> Result<Module, BuildError> {
     Ok(m)
 }
 
+/// Runs `text` once on XLA CPU with every handler of the example kernel cdylib registered,
+/// and returns its outputs, or a message saying what failed (set-up, compile or execution).
+pub fn run_on_xla(
+    text: &str,
+    inputs: Vec<customop_xla::Array>,
+) -> Result<Vec<customop_xla::Array>, String> {
+    let harness = customop_xla::Harness::locate()
+        .map_err(|e| format!("{e}\nrun `bash scripts/setup.sh` first"))?;
+    let ffi = customop_xla::Ffi::customop_library(customop_xla::example_kernels());
+    let mut runs = harness
+        .run_many(text, Some(&ffi), &[inputs])
+        .map_err(|e| e.to_string())?;
+    match runs.pop() {
+        Some(run) => run.map_err(|e| e.to_string()),
+        None => Err("the harness returned no run".into()),
+    }
+}
+
 /// This process's peak resident set size in bytes (`VmHWM` of `/proc/self/status`).
 pub fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

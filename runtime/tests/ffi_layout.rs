@@ -146,25 +146,22 @@ fn abi_structs_match_the_installed_header() {
     }
     c.push_str("  printf(\"enum=%zu\\n\", sizeof(XLA_FFI_DataType));\n  return 0;\n}\n");
     // The harness's venv has jaxlib and its headers.
-    customop_xla::Harness::get();
+    let include = customop_xla::Harness::get().ffi_include_dir();
     let dir = customop_xla::workspace_root().join("target/ffi-layout");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("layout.c");
     std::fs::write(&src, c).unwrap();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "cc -I\"$({} -c 'import jax; print(jax.ffi.include_dir())')\" {} -o {} && {}",
-            std::env::var("CUSTOMOP_PYTHON").unwrap_or_else(|_| customop_xla::workspace_root()
-                .join("target/xla-venv/bin/python")
-                .display()
-                .to_string()),
-            src.display(),
-            dir.join("layout").display(),
-            dir.join("layout").display()
-        ))
-        .output()
+    let exe = dir.join("layout");
+    let status = Command::new("cc")
+        .arg("-I")
+        .arg(&include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
         .unwrap();
+    assert!(status.success(), "compiling {} failed", src.display());
+    let out = Command::new(&exe).output().unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -8,7 +8,7 @@
 use customop::lower::{BuildError, DotDims, Module};
 use customop::{ElementType, TensorType};
 use customop_example_kernels::{NormCfg, NormMode, rms_norm};
-use customop_xla::{Array, Ffi, Harness, example_kernels};
+use customop_xla::Array;
 use std::process::ExitCode;
 
 const EPS: f32 = 1e-5;
@@ -78,22 +78,8 @@ fn main() -> ExitCode {
     };
     println!("{text}");
     let x: Vec<f32> = (0..12).map(|i| (i as f32 - 6.0) * 0.3).collect();
-    let harness = match Harness::locate() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let ffi = Ffi::customop_library(example_kernels());
-    let got = match harness.run_many(&text, Some(&ffi), &[vec![Array::f32(&[3, 4], &x)]]) {
-        Ok(mut r) => match r.pop() {
-            Some(Ok(out)) => out[0].to_f32(),
-            other => {
-                eprintln!("{other:?}");
-                return ExitCode::FAILURE;
-            }
-        },
+    let got = match customop_examples::run_on_xla(&text, vec![Array::f32(&[3, 4], &x)]) {
+        Ok(out) => out[0].to_f32(),
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;

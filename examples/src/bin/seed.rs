@@ -8,7 +8,7 @@
 
 use customop::Descriptor;
 use customop_example_kernels::Blob;
-use customop_xla::{Array, Ffi, Harness, example_kernels};
+use customop_xla::Array;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -20,13 +20,6 @@ fn main() -> ExitCode {
         }
     };
     println!("{text}");
-    let harness = match Harness::locate() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("{e}\nrun `bash scripts/setup.sh` first");
-            return ExitCode::FAILURE;
-        }
-    };
     let blob = Blob {
         gain: 2.0,
         bias: -1,
@@ -35,24 +28,16 @@ fn main() -> ExitCode {
     };
     let x: Vec<f32> = (0..9).map(|i| i as f32 * 0.5).collect();
     let inputs = vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &blob.pack())];
-    let ffi = Ffi::customop_library(example_kernels());
-    match harness.run_many(&text, Some(&ffi), &[inputs]) {
-        Ok(mut runs) => match runs.pop() {
-            Some(Ok(out)) => {
-                println!("blob   = {blob:?}");
-                println!("x      = {x:?}");
-                println!(
-                    "result = {:?}   (saturate_i8(round(gain * sum_j sin(x[i, j])) + bias) + 1)",
-                    out[0].to_i8()
-                );
-                ExitCode::SUCCESS
-            }
-            Some(Err(e)) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
-            }
-            None => ExitCode::FAILURE,
-        },
+    match customop_examples::run_on_xla(&text, inputs) {
+        Ok(out) => {
+            println!("blob   = {blob:?}");
+            println!("x      = {x:?}");
+            println!(
+                "result = {:?}   (saturate_i8(round(gain * sum_j sin(x[i, j])) + bias) + 1)",
+                out[0].to_i8()
+            );
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("{e}");
             ExitCode::FAILURE

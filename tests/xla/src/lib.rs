@@ -474,14 +474,20 @@ impl Harness {
         })
     }
 
-    /// Compiles a C source file of handlers against jaxlib's XLA FFI header into a shared
-    /// library under `target/xla-c/`, and returns its path.
-    pub fn build_c_library(&self, source: &Path, name: &str) -> PathBuf {
+    /// The directory of jaxlib's XLA FFI headers (`jax.ffi.include_dir()`).
+    pub fn ffi_include_dir(&self) -> PathBuf {
         let out = Command::new(&self.python)
             .args(["-c", "import jax; print(jax.ffi.include_dir())"])
             .output()
             .expect("ask jax for its FFI include dir");
-        let include = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(out.status.success(), "jax.ffi.include_dir() failed");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    }
+
+    /// Compiles a C source file of handlers against jaxlib's XLA FFI header into a shared
+    /// library under `target/xla-c/`, and returns its path.
+    pub fn build_c_library(&self, source: &Path, name: &str) -> PathBuf {
+        let include = self.ffi_include_dir();
         let dir = workspace_root().join("target/xla-c");
         std::fs::create_dir_all(&dir).expect("create target/xla-c");
         let lib = dir.join(format!("lib{name}.so"));
