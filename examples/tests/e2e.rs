@@ -9,7 +9,7 @@ use customop::Descriptor;
 use customop::lower::Module;
 use customop::{ElementType, TensorType};
 use customop_example_kernels as k;
-use customop_xla::{Array, Ffi, Harness, XlaError, example_kernels};
+use customop_xla::{Array, Ffi, Harness, Job, Probe, XlaError, example_kernels};
 
 fn t(e: ElementType, shape: &[i64]) -> TensorType {
     TensorType::new(e, shape).unwrap()
@@ -38,10 +38,12 @@ fn seed_module() -> Module {
     customop_examples::seed_model().unwrap()
 }
 
-fn seed_expected(x: &[f32], b: &k::Blob) -> Vec<i8> {
-    (0..3)
+/// The seed model's result for `x` of `cols` columns: `saturate(round(gain * row sum of
+/// sin x) + bias) + 1` per row.
+fn seed_expected(x: &[f32], cols: usize, b: &k::Blob) -> Vec<i8> {
+    (0..x.len() / cols)
         .map(|i| {
-            let s: f32 = (0..3).map(|j| x[i * 3 + j].sin()).sum();
+            let s: f32 = (0..cols).map(|j| x[i * cols + j].sin()).sum();
             let v = ((b.gain * s).round() as i64 + b.bias as i64).clamp(-128, 127) as i8;
             v.wrapping_add(1)
         })
@@ -91,8 +93,14 @@ fn the_seed_model_runs_with_the_rust_handler() {
             vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &big.pack())],
         ],
     );
-    assert_eq!(out[0].as_ref().unwrap()[0].to_i8(), seed_expected(&x, &b));
-    assert_eq!(out[1].as_ref().unwrap()[0].to_i8(), seed_expected(&x, &big));
+    assert_eq!(
+        out[0].as_ref().unwrap()[0].to_i8(),
+        seed_expected(&x, 3, &b)
+    );
+    assert_eq!(
+        out[1].as_ref().unwrap()[0].to_i8(),
+        seed_expected(&x, 3, &big)
+    );
 }
 
 #[test]
@@ -240,7 +248,7 @@ fn bad_inputs_fail_cleanly_and_the_process_goes_on() {
     let text = seed_module().to_text().unwrap();
     let x: Vec<f32> = (0..9).map(|i| i as f32 * 0.1).collect();
     let good = vec![Array::f32(&[3, 3], &x), Array::u8(&[56], &blob().pack())];
-    let want = seed_expected(&x, &blob());
+    let want = seed_expected(&x, 3, &blob());
 
     let mut bad_magic = blob().pack();
     bad_magic[0] = b'X';
@@ -388,6 +396,33 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
         .unwrap();
     let hex: String = blob().pack().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(packed["hex"], hex);
+    // The partition rule travels in the manifest.
+    let rule = h
+        .py_call(
+            "xla",
+            "manifest_partition",
+            serde_json::json!([
+                example_kernels().to_string_lossy(),
+                "my_custom_library::custom_op_external"
+            ]),
+        )
+        .unwrap();
+    assert_eq!(
+        rule,
+        serde_json::json!({
+            "factors": ["rows"],
+            "operands": [{"name": "x", "index": 1, "dims": ["rows", null]}],
+            "results": [{"name": "y", "index": 0, "dims": ["rows"]}],
+        })
+    );
+    let none = h
+        .py_call(
+            "xla",
+            "manifest_partition",
+            serde_json::json!([example_kernels().to_string_lossy(), "example::counter_step"]),
+        )
+        .unwrap();
+    assert_eq!(none, serde_json::Value::Null);
 }
 
 // --- What #[custom_op] generates, without XLA -------------------------------------------------
@@ -498,4 +533,343 @@ fn the_target_and_crate_options_reach_xla() {
     );
     let out = run(&text, vec![vec![Array::f64(&[3], &[1.5, -2.0, 0.25])]]);
     assert_eq!(out[0].as_ref().unwrap()[0].to_f64(), vec![3.0, -4.0, 0.5]);
+}
+
+// --- Partitioned ops on a device mesh: each device runs the handler once, on its shard --------
+
+use customop::lower::Sharding;
+use customop::schema::{FactorDims, PartitionRule};
+
+/// A mesh run's assembled outputs, each output's shard shapes and the kernel probes
+/// (calls, rows over all calls, most and fewest rows in one call).
+struct MeshRun {
+    outputs: Vec<Array>,
+    shard_shapes: Vec<Vec<Vec<i64>>>,
+    calls: i64,
+    rows: i64,
+    max_rows: i64,
+    min_rows: i64,
+}
+
+fn spec(s: &[&[&str]]) -> Vec<Vec<String>> {
+    s.iter()
+        .map(|d| d.iter().map(|a| a.to_string()).collect())
+        .collect()
+}
+
+fn run_on_mesh(
+    text: &str,
+    mesh: &[(&str, i64)],
+    inputs: Vec<Array>,
+    output_specs: &[&[&[&str]]],
+) -> MeshRun {
+    let lib = example_kernels();
+    let probe = |name: &str| Probe {
+        library: lib.clone(),
+        symbol: format!("example_probe_{name}"),
+    };
+    let outcome = Harness::get()
+        .execute(&Job {
+            text,
+            ffi: Some(&ffi()),
+            runs: vec![inputs],
+            probes: vec![
+                probe("calls"),
+                probe("rows"),
+                probe("max_rows"),
+                probe("min_rows"),
+            ],
+            mesh: mesh.iter().map(|(a, n)| (a.to_string(), *n)).collect(),
+            output_specs: output_specs.iter().map(|s| spec(s)).collect(),
+            ..Job::default()
+        })
+        .unwrap();
+    let outputs = outcome.runs.into_iter().next().unwrap().unwrap();
+    MeshRun {
+        outputs,
+        shard_shapes: outcome.shard_shapes[0].clone(),
+        calls: outcome.probes[0],
+        rows: outcome.probes[1],
+        max_rows: outcome.probes[2],
+        min_rows: outcome.probes[3],
+    }
+}
+
+fn rms_cfg() -> k::NormCfg {
+    k::NormCfg {
+        scale: 2.0,
+        shift: 0.5,
+        mode: k::NormMode::ScaleShift,
+    }
+}
+
+/// rms_norm of each row of `x` (`cols` columns), in f64, with `rms_cfg()` and eps 1e-3.
+fn rms_expected(x: &[f64], cols: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / cols as f64;
+        out.extend(row.iter().map(|v| v / (ms + 1e-3).sqrt() * 2.0 + 0.5));
+    }
+    out
+}
+
+fn assert_close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (*g as f64 - w).abs() < 1e-4 * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn the_seed_op_runs_once_per_device_on_its_rows() {
+    let mut m = Module::new();
+    m.mesh("mesh", &[("x", 4)]).unwrap();
+    let mut f = m.entry("main", [t(ElementType::F32, &[8, 4])]).unwrap();
+    f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))
+        .unwrap();
+    let x = f.arg(0).unwrap();
+    let blob_v = f.external::<k::Blob>("external").unwrap();
+    let s = f.sine(&x).unwrap();
+    let y = k::custom_op_external::call(&mut f, &blob_v, &s).unwrap();
+    assert_eq!(
+        f.sharding_of(&y),
+        Some(&Sharding::new("mesh", &[&["x"]])),
+        "the op's result is split like its rows"
+    );
+    let one = f.constant_splat(&t(ElementType::I8, &[8]), 1.0).unwrap();
+    let z = f.add(&y, &one).unwrap();
+    f.ret_sharded(&[&z], &[Some(Sharding::new("mesh", &[&["x"]]))])
+        .unwrap();
+    let text = m.to_text().unwrap();
+    assert!(
+        text.contains("\"sdy.manual_computation\"(%arg1, %0)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"{in_shardings = #sdy.sharding_per_value<[<@mesh, [{}]>, <@mesh, [{"x"}, {}]>]>, manual_axes = #sdy<manual_axes{"x"}>, out_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}]>]>}"#),
+        "{text}"
+    );
+    // Inside, the handler's call has the per-device types and keeps its side effect.
+    assert!(
+        text.contains("(tensor<56xui8>, tensor<2x4xf32>) -> tensor<2xi8>"),
+        "{text}"
+    );
+    assert!(text.contains("has_side_effect = true"), "{text}");
+
+    let xs: Vec<f32> = (0..32).map(|i| (i as f32 * 0.37).sin() * 2.0).collect();
+    let b = blob();
+    let run = run_on_mesh(
+        &text,
+        &[("x", 4)],
+        vec![
+            Array::f32(&[8, 4], &xs).sharded(&[&["x"], &[]]),
+            Array::u8(&[56], &b.pack()).sharded(&[&[]]),
+        ],
+        &[&[&["x"]]],
+    );
+    assert_eq!(run.outputs[0].to_i8(), seed_expected(&xs, 4, &b));
+    assert_eq!(run.shard_shapes[0], vec![vec![2]; 4]);
+    // Four calls, one per device, each on 2 of the 8 rows: not gathered.
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 8, 2, 2)
+    );
+}
+
+/// `rms_norm` on an 8x8 input split as `arg_spec`, its result returned split as `ret_spec`.
+fn rms_on_mesh(
+    mesh: &[(&str, i64)],
+    arg_spec: &[&[&str]],
+    ret_spec: &[&[&str]],
+) -> (String, MeshRun) {
+    let mut m = Module::new();
+    m.mesh("mesh", mesh).unwrap();
+    let mut f = m.entry("main", [t(ElementType::F32, &[8, 8])]).unwrap();
+    f.shard_arg(0, Sharding::new("mesh", arg_spec)).unwrap();
+    let x = f.arg(0).unwrap();
+    let y = k::rms_norm::call(&mut f, &x, 1e-3, &rms_cfg()).unwrap();
+    f.ret_sharded(&[&y], &[Some(Sharding::new("mesh", ret_spec))])
+        .unwrap();
+    let text = m.to_text().unwrap();
+    let xs: Vec<f32> = (0..64).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.5).collect();
+    let run = run_on_mesh(
+        &text,
+        mesh,
+        vec![Array::f32(&[8, 8], &xs).sharded(arg_spec)],
+        &[ret_spec],
+    );
+    let want = rms_expected(&xs.iter().map(|&v| v as f64).collect::<Vec<_>>(), 8);
+    assert_close(&run.outputs[0].to_f32(), &want, "rms_norm on a mesh");
+    (text, run)
+}
+
+#[test]
+fn rms_norm_splits_its_rows_over_one_or_two_mesh_axes() {
+    // Rows over a 1-D mesh of 4: each device normalises 2 rows.
+    let (text, run) = rms_on_mesh(&[("x", 4)], &[&["x"], &[]], &[&["x"], &[]]);
+    assert!(
+        text.contains("(tensor<2x8xf32>) -> tensor<2x8xf32>"),
+        "{text}"
+    );
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 8, 2, 2)
+    );
+    assert_eq!(run.shard_shapes[0], vec![vec![2, 8]; 4]);
+
+    // Rows over both axes of a 2x2 mesh: still 2 rows a device.
+    let (text, run) = rms_on_mesh(
+        &[("x", 2), ("y", 2)],
+        &[&["x", "y"], &[]],
+        &[&["x", "y"], &[]],
+    );
+    assert!(
+        text.contains(r#"manual_axes = #sdy<manual_axes{"x", "y"}>"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<2x8xf32>) -> tensor<2x8xf32>"),
+        "{text}"
+    );
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 8, 2, 2)
+    );
+
+    // Rows over x and columns over y on the way in: the kernel needs whole rows, so the
+    // columns are gathered and each device takes 4 whole rows (its x block); the result goes
+    // back out split on both.
+    let (text, run) = rms_on_mesh(&[("x", 2), ("y", 2)], &[&["x"], &["y"]], &[&["x"], &["y"]]);
+    assert!(
+        text.contains(r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<4x8xf32>) -> tensor<4x8xf32>"),
+        "{text}"
+    );
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 16, 4, 4)
+    );
+    assert_eq!(run.shard_shapes[0], vec![vec![4, 4]; 4]);
+
+    // Nothing split on the way in: every device normalises all 8 rows (what XLA does with
+    // an op that declares no rule).
+    let (_, run) = rms_on_mesh(&[("x", 4)], &[&[], &[]], &[&[], &[]]);
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 32, 8, 8)
+    );
+}
+
+#[test]
+fn a_partitioned_op_between_ops_split_on_columns() {
+    let mesh = [("x", 4)];
+    let cols = Sharding::new("mesh", &[&[], &["x"]]);
+    let rows = Sharding::new("mesh", &[&["x"], &[]]);
+    let mut m = Module::new();
+    m.mesh("mesh", &mesh).unwrap();
+    let ty = t(ElementType::F32, &[8, 8]);
+    let mut f = m.entry("main", [ty.clone()]).unwrap();
+    f.shard_arg(0, cols.clone()).unwrap();
+    let x = f.arg(0).unwrap();
+    let s = f.sine(&x).unwrap();
+    assert_eq!(
+        f.sharding_of(&s),
+        Some(&cols),
+        "elementwise ops keep the split"
+    );
+    let r = f.shard(&s, rows.clone()).unwrap();
+    let y = k::rms_norm::call(&mut f, &r, 1e-3, &rms_cfg()).unwrap();
+    assert_eq!(f.sharding_of(&y), Some(&rows));
+    let c = f.shard(&y, cols.clone()).unwrap();
+    let two = f.constant_splat(&ty, 2.0).unwrap();
+    let z = f.mul(&c, &two).unwrap();
+    f.ret_sharded(&[&z], &[Some(cols)]).unwrap();
+    let text = m.to_text().unwrap();
+    assert_eq!(text.matches("sdy.sharding_constraint").count(), 2, "{text}");
+    assert!(
+        text.contains("(tensor<2x8xf32>) -> tensor<2x8xf32>"),
+        "{text}"
+    );
+
+    let xs: Vec<f32> = (0..64).map(|i| i as f32 * 0.05 - 1.5).collect();
+    let run = run_on_mesh(
+        &text,
+        &mesh,
+        vec![Array::f32(&[8, 8], &xs).sharded(&[&[], &["x"]])],
+        &[&[&[], &["x"]]],
+    );
+    let sines: Vec<f64> = xs.iter().map(|&v| (v as f64).sin()).collect();
+    let want: Vec<f64> = rms_expected(&sines, 8).iter().map(|v| v * 2.0).collect();
+    assert_close(&run.outputs[0].to_f32(), &want, "sin -> rms_norm -> *2");
+    assert_eq!(
+        run.shard_shapes[0],
+        vec![vec![8, 2]; 4],
+        "columns on the way out"
+    );
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 8, 2, 2)
+    );
+}
+
+#[test]
+fn mesh_mistakes_are_rust_errors_before_xla() {
+    // A split that does not divide.
+    let mut m = Module::new();
+    m.mesh("mesh", &[("x", 4)]).unwrap();
+    let mut f = m.entry("main", [t(ElementType::F32, &[6, 4])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let err = f
+        .shard(&x, Sharding::new("mesh", &[&["x"], &[]]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("dimension 0 of tensor<6x4xf32> (size 6) is not divisible by 4"),
+        "{err}"
+    );
+    // A side-effecting op without a partition rule in a module with a mesh: XLA's partitioner
+    // would refuse it ("Side-effect HLO must have sharding"); the builder says so first.
+    let mut m = Module::new();
+    m.mesh("mesh", &[("x", 4)]).unwrap();
+    let mut f = m.entry("main", [t(ElementType::F32, &[4])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let state = f.external::<k::Counter>("state").unwrap();
+    let out = k::counter_step::call(&mut f, &state, &x).unwrap();
+    f.ret(&[&out.y]).unwrap();
+    let err = m.to_text().unwrap_err().to_string();
+    assert!(
+        err.contains("custom_call @example.counter_step in function `main` has side effects, and the module has a device mesh"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_partition_rule_is_part_of_the_schema() {
+    let rows = || Some("rows".to_string());
+    assert_eq!(
+        k::rms_norm::schema().partition,
+        Some(PartitionRule {
+            factors: vec!["rows".into()],
+            operands: vec![FactorDims {
+                name: "x".into(),
+                index: 0,
+                dims: vec![rows(), None],
+            }],
+            results: vec![FactorDims {
+                name: "y".into(),
+                index: 0,
+                dims: vec![rows(), None],
+            }],
+        })
+    );
+    let seed = k::custom_op_external::schema().partition.as_ref().unwrap();
+    assert_eq!(seed.notation(), "([rows, _])->([rows])");
+    assert_eq!(seed.operands[0].index, 1, "x follows the external blob");
+    assert_eq!(k::counter_step::schema().partition, None);
 }

@@ -63,7 +63,11 @@ mod snapshots {
         check(
             "seed_op",
             crate::op::custom_op(
-                quote!(name = "my_custom_library::custom_op_external", side_effect),
+                quote!(
+                    name = "my_custom_library::custom_op_external",
+                    side_effect,
+                    partition(x = [rows, _])
+                ),
                 quote! {
                     pub fn custom_op_external(
                         #[external] blob: &Blob,

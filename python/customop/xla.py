@@ -58,6 +58,11 @@ class Library:
         """The handler of op `name`, as a ctypes function."""
         return getattr(self._lib, self.op(name)["handler_symbol"])
 
+    def partition(self, name):
+        """How op `name` may be split across devices (its `partition(...)` rule: `factors`, and
+        per listed operand and result its `index` and the factor of each dimension), or None."""
+        return self.op(name)["schema"]["partition"]
+
     def register(self, platform="cpu"):
         """Registers every op's handler with jax as a typed-FFI target (api_version=1)."""
         import jax
@@ -86,6 +91,11 @@ class Library:
 def manifest_op_names(path):
     """The names of the ops in the cdylib at `path`, sorted (used by the tests)."""
     return sorted(op["name"] for op in Library(path).ops())
+
+
+def manifest_partition(path, name):
+    """The partition rule of op `name` in the cdylib at `path` (used by the tests)."""
+    return Library(path).partition(name)
 
 
 def pack_with_library(path, descriptor, value):

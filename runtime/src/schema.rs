@@ -21,6 +21,52 @@ pub struct OpSchema {
     pub params: Vec<ParamSchema>,
     /// The results, in the custom call's result order.
     pub results: Vec<ResultSchema>,
+    /// How the op may be split across devices (`partition(...)`), if it says.
+    pub partition: Option<PartitionRule>,
+}
+
+/// How an op may be split across devices: named factors, and for each tensor operand and result
+/// the factor (or none) of each dimension. A factor split along some mesh axes splits every
+/// dimension it names alike; a dimension with no factor is never split (the kernel needs it
+/// whole). Operands and results not listed, externals among them, are replicated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionRule {
+    /// The factors, in order of first appearance.
+    pub factors: Vec<String>,
+    /// The custom call's operands that have a rule, by operand index.
+    pub operands: Vec<FactorDims>,
+    /// The results that have a rule (derived from their shape rules), by result index.
+    pub results: Vec<FactorDims>,
+}
+
+/// The factor of each dimension of one operand or result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FactorDims {
+    /// The parameter's name (for an output, the output parameter).
+    pub name: String,
+    /// Its index among the custom call's operands (or results).
+    pub index: usize,
+    /// Per dimension, the factor that may split it (`None`: never split).
+    pub dims: Vec<Option<String>>,
+}
+
+impl PartitionRule {
+    /// The rule in Shardy's `op_sharding_rule` notation over the listed operands and results,
+    /// e.g. `([rows, _])->([rows])`.
+    pub fn notation(&self) -> String {
+        let side = |entries: &[FactorDims]| {
+            entries
+                .iter()
+                .map(|e| {
+                    let dims: Vec<&str> =
+                        e.dims.iter().map(|d| d.as_deref().unwrap_or("_")).collect();
+                    format!("[{}]", dims.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!("({})->({})", side(&self.operands), side(&self.results))
+    }
 }
 
 /// A parameter of an op.

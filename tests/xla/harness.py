@@ -202,7 +202,10 @@ def _partition_spec(spec):
 
 def run_sharded(text, request):
     """Runs each input set on the mesh: inputs placed by their `spec`, outputs assembled from
-    their shards by `output_specs`, with every shard's shape reported."""
+    their shards by `output_specs`, with every shard's shape reported. Each input set is
+    executed `repeat` times (default 1), each execution's wall time in `seconds`; `probes` are
+    read after the last run."""
+    import time
     import numpy as np
     import jax
     from jax.sharding import Mesh, NamedSharding
@@ -219,8 +222,15 @@ def run_sharded(text, request):
         try:
             args = [jax.device_put(_to_numpy(i), NamedSharding(mesh, _partition_spec(i.get("spec") or [[] for _ in i["shape"]])))
                     for i in inputs]
-            out = exe.execute_sharded(args)
-            per_output = out.disassemble_into_single_device_arrays()
+            seconds = []
+            for _ in range(max(1, int(request.get("repeat", 1)))):
+                start = time.perf_counter()
+                out = exe.execute_sharded(args)
+                per_output = out.disassemble_into_single_device_arrays()
+                for shards in per_output:
+                    for shard in shards:
+                        shard.block_until_ready()
+                seconds.append(time.perf_counter() - start)
             outputs, shard_shapes = [], []
             for k, shards in enumerate(per_output):
                 spec = request["output_specs"][k]
@@ -234,10 +244,11 @@ def run_sharded(text, request):
                     glob[index] = np.asarray(shard)
                 outputs.append(_from_numpy(glob))
                 shard_shapes.append([list(np.asarray(s).shape) for s in shards])
-            results.append({"ok": True, "outputs": outputs, "shard_shapes": shard_shapes})
+            results.append({"ok": True, "outputs": outputs, "shard_shapes": shard_shapes,
+                            "seconds": seconds})
         except Exception as e:
             results.append(_fail("execute", e))
-    return {"ok": True, "runs": results}
+    return {"ok": True, "runs": results, "probes": call_probes(request.get("probes", []))}
 
 
 def _parts(axes, names, sizes):

@@ -8,6 +8,76 @@ use customop::prelude::*;
 
 pub use customop_example_kernel_lib::affine;
 
+/// Handler-side counters, read through exported functions by the tests and the sharding
+/// benchmark (one process per XLA job, so they start at zero): how often the instrumented
+/// kernels ran, on how many rows, and (`rms_norm`) for how long. They show that a partitioned
+/// op runs once per device on its shard, not on gathered inputs.
+pub mod probe {
+    use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
+    static CALLS: AtomicI64 = AtomicI64::new(0);
+    static ROWS: AtomicI64 = AtomicI64::new(0);
+    static MAX_ROWS: AtomicI64 = AtomicI64::new(0);
+    static MIN_ROWS: AtomicI64 = AtomicI64::new(i64::MAX);
+    static NANOS: AtomicI64 = AtomicI64::new(0);
+
+    /// Counts one kernel call on `rows` rows.
+    pub fn record(rows: usize) {
+        let rows = rows as i64;
+        CALLS.fetch_add(1, Relaxed);
+        ROWS.fetch_add(rows, Relaxed);
+        MAX_ROWS.fetch_max(rows, Relaxed);
+        MIN_ROWS.fetch_min(rows, Relaxed);
+    }
+
+    /// Counts one kernel call on `rows` rows and, when dropped, adds the time it took.
+    pub fn timed(rows: usize) -> Timed {
+        record(rows);
+        Timed(std::time::Instant::now())
+    }
+
+    /// Adds the time since it was made to the total when dropped.
+    #[derive(Debug)]
+    pub struct Timed(std::time::Instant);
+
+    impl Drop for Timed {
+        fn drop(&mut self) {
+            let ns = i64::try_from(self.0.elapsed().as_nanos()).unwrap_or(i64::MAX);
+            NANOS.fetch_add(ns, Relaxed);
+        }
+    }
+
+    /// Kernel calls so far.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_calls() -> i64 {
+        CALLS.load(Relaxed)
+    }
+
+    /// Rows over all calls.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_rows() -> i64 {
+        ROWS.load(Relaxed)
+    }
+
+    /// The most rows one call saw.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_max_rows() -> i64 {
+        MAX_ROWS.load(Relaxed)
+    }
+
+    /// The fewest rows one call saw (`i64::MAX` before any call).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_min_rows() -> i64 {
+        MIN_ROWS.load(Relaxed)
+    }
+
+    /// Nanoseconds spent in timed kernels.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_nanos() -> i64 {
+        NANOS.load(Relaxed)
+    }
+}
+
 /// The seed model's opaque structure: a 32-byte payload (56 bytes packed).
 #[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
 #[descriptor(name = "my_lib::Blob")]
@@ -22,13 +92,19 @@ pub struct Blob {
     pub tag: [u8; 16],
 }
 
-/// The seed op: `y[i] = saturate_i8(round(gain * sum_j x[i, j]) + bias)`.
-#[custom_op(name = "my_custom_library::custom_op_external", side_effect)]
+/// The seed op: `y[i] = saturate_i8(round(gain * sum_j x[i, j]) + bias)`. Rows are
+/// independent, so on a device mesh each device may take a block of rows.
+#[custom_op(
+    name = "my_custom_library::custom_op_external",
+    side_effect,
+    partition(x = [rows, _])
+)]
 pub fn custom_op_external(
     #[external] blob: &Blob,
     x: TensorRef<'_, f32, 2>,
     #[out(shape = [x.dim(0)])] mut y: TensorMut<'_, i8>,
 ) -> Result<(), OpError> {
+    probe::record(x.dim(0));
     let cols = x.dim(1);
     for (i, out) in y.as_mut_slice().iter_mut().enumerate() {
         let row = &x.as_slice()[i * cols..(i + 1) * cols];
@@ -62,13 +138,15 @@ pub struct NormCfg {
 }
 
 /// Row-wise RMS norm: `y[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * scale (+ shift)`.
-#[custom_op(name = "example::rms_norm")]
+/// Rows split across devices; each row needs all its columns.
+#[custom_op(name = "example::rms_norm", partition(x = [rows, _]))]
 pub fn rms_norm(
     x: TensorRef<'_, f32, 2>,
     #[out(shape = x)] mut y: TensorMut<'_, f32>,
     #[attr] eps: f32,
     #[attr] cfg: &NormCfg,
 ) -> Result<(), OpError> {
+    let _timed = probe::timed(x.dim(0));
     let cols = x.dim(1);
     if cols == 0 {
         return Ok(());

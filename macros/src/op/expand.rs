@@ -387,6 +387,7 @@ fn expand_schema(
             })
         }
     });
+    let partition = expand_partition(op, p, results, operands);
     quote! {
         /// The op's schema.
         pub fn schema() -> &'static #sch::OpSchema {
@@ -398,6 +399,7 @@ fn expand_schema(
                 side_effect: #side_effect,
                 params: ::core::convert::From::from([#(#params),*]),
                 results: ::core::convert::From::from([#(#res),*]),
+                partition: #partition,
             })
         }
 
@@ -406,6 +408,63 @@ fn expand_schema(
             schema().schema_string()
         }
     }
+}
+
+/// The schema's `PartitionRule` (or `None`): the inputs' entries by operand index, and each
+/// output's factors as its shape rule carries them over.
+fn expand_partition(
+    op: &Op<'_>,
+    p: &TokenStream,
+    results: &[Res<'_>],
+    operands: &[&super::model::Param<'_>],
+) -> TokenStream {
+    let Some(partition) = op.partition else {
+        return quote!(::core::option::Option::None);
+    };
+    let sch = quote!(#p::schema);
+    let s = quote!(#p::ToString::to_string);
+    let mut factors: Vec<String> = Vec::new();
+    for f in partition
+        .entries
+        .iter()
+        .flat_map(|e| e.dims.iter().flatten())
+    {
+        let f = f.to_string();
+        if !factors.contains(&f) {
+            factors.push(f);
+        }
+    }
+    let dims_tokens = |dims: Vec<Option<&Ident>>| {
+        let items = dims.into_iter().map(|d| match d {
+            Some(f) => {
+                let f = f.to_string();
+                quote!(::core::option::Option::Some(#s(#f)))
+            }
+            None => quote!(::core::option::Option::None),
+        });
+        quote!(::core::convert::From::from([#(#items),*]))
+    };
+    let entry = |name: &Ident, index: usize, dims: Vec<Option<&Ident>>| {
+        let name = name.to_string();
+        let dims = dims_tokens(dims);
+        quote!(#sch::FactorDims { name: #s(#name), index: #index, dims: #dims })
+    };
+    let ins = operands.iter().enumerate().filter_map(|(i, prm)| {
+        op.partition_of(&prm.ident)
+            .map(|e| entry(&prm.ident, i, e.dims.iter().map(Option::as_ref).collect()))
+    });
+    let outs = results.iter().enumerate().filter_map(|(i, r)| {
+        let Res::Output(id) = r else { return None };
+        let (_, Some(shape)) = output_of(op, id)? else {
+            return None;
+        };
+        op.output_factors(shape).map(|dims| entry(id, i, dims))
+    });
+    quote!(::core::option::Option::Some(#sch::PartitionRule {
+        factors: ::core::convert::From::from([#(#s(#factors)),*]),
+        operands: ::core::convert::From::from([#(#ins),*]),
+        results: ::core::convert::From::from([#(#outs),*]),
+    }))
 }
 
 fn expand_lowering(
@@ -569,9 +628,18 @@ fn expand_lowering(
             )
         }
     };
-    let doc = format!(
-        "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."
-    );
+    let partition = match op.partition {
+        Some(_) => quote!(schema().partition.as_ref()),
+        None => quote!(::core::option::Option::None),
+    };
+    let doc = match op.partition {
+        Some(_) => format!(
+            "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules. In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says."
+        ),
+        None => format!(
+            "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."
+        ),
+    };
     quote! {
         #p::if_mlir! {
             #ret_items
@@ -595,6 +663,7 @@ fn expand_lowering(
                     backend_config: #lw::BackendConfig::Dict(::core::convert::From::from([#(#config),*])),
                     has_side_effect: #side_effect,
                     output_operand_aliases: &__aliases,
+                    partition: #partition,
                 };
                 #[allow(unused_mut, unused_variables)]
                 let mut __values = __f.custom_call(__call)?.into_iter();

@@ -1,6 +1,6 @@
 //! The op's model: every parameter classified, with the user's spans kept for errors.
 
-use super::parse::{ItemFn, Options, ParamAttrs};
+use super::parse::{ItemFn, Options, ParamAttrs, Partition, PartitionEntry};
 use crate::ctxt::Ctxt;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -18,6 +18,7 @@ pub(crate) struct Op<'a> {
     pub(crate) krate: syn::Path,
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) ret: Ret<'a>,
+    pub(crate) partition: Option<&'a Partition>,
 }
 
 pub(crate) struct Param<'a> {
@@ -106,7 +107,7 @@ impl<'a> Op<'a> {
     pub(crate) fn build(
         cx: &mut Ctxt,
         item: &'a ItemFn,
-        options: &Options,
+        options: &'a Options,
         attrs: &[ParamAttrs],
     ) -> Option<Op<'a>> {
         let name = match &options.name {
@@ -177,7 +178,36 @@ impl<'a> Op<'a> {
                 .unwrap_or_else(|| syn::parse_quote!(::customop)),
             params,
             ret,
+            partition: options.partition.as_ref(),
         })
+    }
+
+    /// The `partition` entry of parameter `name`, if any.
+    pub(crate) fn partition_of(&self, name: &syn::Ident) -> Option<&'a PartitionEntry> {
+        self.partition?.entries.iter().find(|e| e.param == *name)
+    }
+
+    /// Per dimension, the factor of an output with this shape rule, as the rule carries the
+    /// inputs' factors over; `None` when the output is not split (no partition, or
+    /// `shape = x` with `x` not in it).
+    pub(crate) fn output_factors(&self, shape: &Shape) -> Option<Vec<Option<&'a syn::Ident>>> {
+        self.partition?;
+        match shape {
+            Shape::Of(src) => self
+                .partition_of(src)
+                .map(|e| e.dims.iter().map(Option::as_ref).collect()),
+            Shape::Dims(dims) => Some(
+                dims.iter()
+                    .map(|d| match d {
+                        Dim::Const(_) => None,
+                        Dim::Of(src, k, _) => self
+                            .partition_of(src)
+                            .and_then(|e| e.dims.get(*k))
+                            .and_then(Option::as_ref),
+                    })
+                    .collect(),
+            ),
+        }
     }
 }
 

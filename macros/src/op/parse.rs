@@ -15,8 +15,68 @@ pub(crate) struct Options {
     pub(crate) side_effect: Option<Span>,
     pub(crate) api_version: Option<syn::LitInt>,
     pub(crate) krate: Option<syn::Path>,
+    pub(crate) partition: Option<Partition>,
     /// Where the attribute is, for "missing `name`".
     pub(crate) span: Option<Span>,
+}
+
+/// `partition(x = [rows, _], w = [rows])`: for tensor inputs, the factor (or `_`) of each
+/// dimension.
+pub(crate) struct Partition {
+    /// The `partition` keyword.
+    pub(crate) span: Span,
+    pub(crate) entries: Vec<PartitionEntry>,
+}
+
+pub(crate) struct PartitionEntry {
+    pub(crate) param: syn::Ident,
+    /// The `[...]` list's span.
+    pub(crate) span: Span,
+    /// Per dimension, the factor's name, or `None` for `_`.
+    pub(crate) dims: Vec<Option<syn::Ident>>,
+}
+
+/// Parses the inside of `partition(...)`; element errors are recorded and parsing goes on.
+fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Partition> {
+    let mut p = Partition {
+        span: meta.path.span(),
+        entries: Vec::new(),
+    };
+    meta.parse_nested_meta(|inner| {
+        let Some(param) = inner.path.get_ident().cloned() else {
+            return Err(inner.error("expected a parameter name: `partition(x = [rows, _])`"));
+        };
+        let list: syn::ExprArray = inner.value()?.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected the factor of each dimension: `x = [rows, _]` (`_`: never split)",
+            )
+        })?;
+        let mut dims = Vec::new();
+        for el in &list.elems {
+            match el {
+                syn::Expr::Infer(_) => dims.push(None),
+                syn::Expr::Path(e) if e.qself.is_none() && e.path.get_ident().is_some() => {
+                    dims.push(e.path.get_ident().cloned())
+                }
+                other => cx.error_spanned_by(
+                    other,
+                    "a dimension's entry is a factor name (`rows`) or `_` (never split)",
+                ),
+            }
+        }
+        if p.entries.iter().any(|e| e.param == param) {
+            cx.error_spanned_by(&param, format!("duplicate `{param}` in `partition`"));
+        } else {
+            p.entries.push(PartitionEntry {
+                param,
+                span: list.bracket_token.span.join(),
+                dims,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(p)
 }
 
 pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
@@ -71,9 +131,16 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
                     }
                 }
             }
+        } else if p.is_ident("partition") {
+            let v = partition(cx, &meta)?;
+            if o.partition.is_some() {
+                dup(cx, p)
+            } else {
+                o.partition = Some(v)
+            }
         } else {
             return Err(meta.error(format!(
-                "unknown option `{}`: expected one of: `name`, `target`, `side_effect`, `api_version`, `crate`",
+                "unknown option `{}`: expected one of: `name`, `target`, `side_effect`, `api_version`, `crate`, `partition`",
                 p.to_token_stream().to_string().replace(' ', "")
             )));
         }

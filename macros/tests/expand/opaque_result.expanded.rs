@@ -43,6 +43,7 @@ pub mod make_stats {
                         },
                     },
                 ]),
+                partition: ::core::option::Option::None,
             })
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
@@ -73,10 +74,11 @@ pub mod make_stats {
         __operands, results : & __result_types, api_version :
         ::customop::__private::lower::ApiVersion::TypedFfi, backend_config :
         ::customop::__private::lower::BackendConfig::Dict(::core::convert::From::from([])),
-        has_side_effect : false, output_operand_aliases : & __aliases, };
-        #[allow(unused_mut, unused_variables)] let mut __values = __f.custom_call(__call)
-        ? .into_iter(); ::core::result::Result::Ok(::customop::__private::lower::Desc:: <
-        Stats > ::from_value_unchecked(__values.next().ok_or_else(||
+        has_side_effect : false, output_operand_aliases : & __aliases, partition :
+        ::core::option::Option::None, }; #[allow(unused_mut, unused_variables)] let mut
+        __values = __f.custom_call(__call) ? .into_iter();
+        ::core::result::Result::Ok(::customop::__private::lower::Desc:: < Stats >
+        ::from_value_unchecked(__values.next().ok_or_else(||
         ::customop::__private::lower::BuildError::new("custom_call made too few results"))
         ?)) }
     }

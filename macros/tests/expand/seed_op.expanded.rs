@@ -64,6 +64,34 @@ pub mod custom_op_external {
                         },
                     },
                 ]),
+                partition: ::core::option::Option::Some(::customop::__private::schema::PartitionRule {
+                    factors: ::core::convert::From::from([
+                        ::customop::__private::ToString::to_string("rows"),
+                    ]),
+                    operands: ::core::convert::From::from([
+                        ::customop::__private::schema::FactorDims {
+                            name: ::customop::__private::ToString::to_string("x"),
+                            index: 1usize,
+                            dims: ::core::convert::From::from([
+                                ::core::option::Option::Some(
+                                    ::customop::__private::ToString::to_string("rows"),
+                                ),
+                                ::core::option::Option::None,
+                            ]),
+                        },
+                    ]),
+                    results: ::core::convert::From::from([
+                        ::customop::__private::schema::FactorDims {
+                            name: ::customop::__private::ToString::to_string("y"),
+                            index: 0usize,
+                            dims: ::core::convert::From::from([
+                                ::core::option::Option::Some(
+                                    ::customop::__private::ToString::to_string("rows"),
+                                ),
+                            ]),
+                        },
+                    ]),
+                }),
             })
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
@@ -76,7 +104,7 @@ pub mod custom_op_external {
     }
     ::customop::__private::if_mlir! {
         #[doc =
-        "Emits `my_custom_library::custom_op_external` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
+        "Emits `my_custom_library::custom_op_external` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules. In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says."]
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, blob :
         & ::customop::__private::lower::Desc < Blob >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
@@ -96,9 +124,10 @@ pub mod custom_op_external {
         __operands, results : & __result_types, api_version :
         ::customop::__private::lower::ApiVersion::TypedFfi, backend_config :
         ::customop::__private::lower::BackendConfig::Dict(::core::convert::From::from([])),
-        has_side_effect : true, output_operand_aliases : & __aliases, };
-        #[allow(unused_mut, unused_variables)] let mut __values = __f.custom_call(__call)
-        ? .into_iter(); ::core::result::Result::Ok(__values.next().ok_or_else(||
+        has_side_effect : true, output_operand_aliases : & __aliases, partition :
+        schema().partition.as_ref(), }; #[allow(unused_mut, unused_variables)] let mut
+        __values = __f.custom_call(__call) ? .into_iter();
+        ::core::result::Result::Ok(__values.next().ok_or_else(||
         ::customop::__private::lower::BuildError::new("custom_call made too few results"))
         ?) }
     }

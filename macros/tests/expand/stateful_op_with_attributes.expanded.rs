@@ -93,6 +93,7 @@ pub mod step {
                         },
                     },
                 ]),
+                partition: ::core::option::Option::None,
             })
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
@@ -133,8 +134,9 @@ pub mod step {
         .as_bytes()))), (::customop::__private::ToString::to_string("cfg"),
         ::customop::__private::lower::Attr::Str(< Cfg as
         ::customop::__private::descriptor::Descriptor > ::pack(cfg)))])), has_side_effect
-        : true, output_operand_aliases : & __aliases, }; #[allow(unused_mut,
-        unused_variables)] let mut __values = __f.custom_call(__call) ? .into_iter();
+        : true, output_operand_aliases : & __aliases, partition :
+        ::core::option::Option::None, }; #[allow(unused_mut, unused_variables)] let mut
+        __values = __f.custom_call(__call) ? .into_iter();
         ::core::result::Result::Ok(Outputs { y : __values.next().ok_or_else(||
         ::customop::__private::lower::BuildError::new("custom_call made too few results"))
         ?, state : ::customop::__private::lower::Desc:: < Counter >

@@ -97,6 +97,7 @@ fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, Bui
     let entry = m
         .entry_index()
         .ok_or_else(|| BuildError::new("the module has no entry function"))?;
+    m.check_side_effects_partitioned()?;
     let mut cache = Cache {
         ctx,
         types: HashMap::new(),
@@ -205,15 +206,12 @@ fn build_func<'c>(
             for t in &op.results {
                 types.push(cache.ty(t)?);
             }
-            let mut attrs = Vec::with_capacity(op.attrs.len());
-            for (name, a) in &op.attrs {
-                attrs.push((Identifier::new(ctx, name), cache.attr(a.to_string())?));
-            }
+            let attrs = attributes(cache, &op.attrs)?;
             builder = builder
                 .add_operands(&operands)
                 .add_results(&types)
                 .add_attributes(&attrs);
-            if let Some(body) = op.body {
+            if let Some(body) = &op.body {
                 builder = builder.add_regions([body_region(cache, body)?]);
             }
             let built = builder.build().map_err(mlir_err)?;
@@ -298,9 +296,75 @@ fn build_func<'c>(
         .map_err(mlir_err)
 }
 
+/// An op's attributes as MLIR named attributes.
+fn attributes<'c>(
+    cache: &mut Cache<'c>,
+    attrs: &[(&'static str, super::Attr)],
+) -> Result<Vec<(Identifier<'c>, Attribute<'c>)>, BuildError> {
+    let mut out = Vec::with_capacity(attrs.len());
+    for (name, a) in attrs {
+        out.push((Identifier::new(cache.ctx, name), cache.attr(a.to_string())?));
+    }
+    Ok(out)
+}
+
+fn body_region<'c>(cache: &mut Cache<'c>, body: &Body) -> Result<Region<'c>, BuildError> {
+    match body {
+        Body::Reduce(op, element) => reduce_region(cache, op, *element),
+        Body::Manual(m) => manual_region(cache, m),
+    }
+}
+
+/// The region of an `sdy.manual_computation`: block arguments of the per-device types, the one
+/// op applied to them, `sdy.return` of its results.
+fn manual_region<'c>(
+    cache: &mut Cache<'c>,
+    m: &super::sharding::ManualBody,
+) -> Result<Region<'c>, BuildError> {
+    let loc = cache.loc;
+    let mut arg_types = Vec::with_capacity(m.operands.len());
+    for t in &m.operands {
+        arg_types.push((cache.ty(t)?, loc));
+    }
+    let mut result_types = Vec::with_capacity(m.results.len());
+    for t in &m.results {
+        result_types.push(cache.ty(t)?);
+    }
+    let attrs = attributes(cache, &m.attrs)?;
+    let block = Block::new(&arg_types);
+    {
+        let mut args: Vec<Value<'c, '_>> = Vec::with_capacity(arg_types.len());
+        for i in 0..arg_types.len() {
+            args.push(block.argument(i).map_err(mlir_err)?.into());
+        }
+        let inner = OperationBuilder::new(m.name, loc)
+            .add_operands(&args)
+            .add_results(&result_types)
+            .add_attributes(&attrs)
+            .build()
+            .map_err(mlir_err)?;
+        let inner = block.append_operation(inner);
+        let mut results: Vec<Value<'c, '_>> = Vec::with_capacity(result_types.len());
+        for i in 0..result_types.len() {
+            results.push(inner.result(i).map_err(mlir_err)?.into());
+        }
+        let ret = OperationBuilder::new("sdy.return", loc)
+            .add_operands(&results)
+            .build()
+            .map_err(mlir_err)?;
+        block.append_operation(ret);
+    }
+    let region = Region::new();
+    region.append_block(block);
+    Ok(region)
+}
+
 /// The region of a `stablehlo.reduce`: `^bb0(%a: tensor<T>, %b: tensor<T>)`, the op, a return.
-fn body_region<'c>(cache: &mut Cache<'c>, body: Body) -> Result<Region<'c>, BuildError> {
-    let Body::Reduce(op, element) = body;
+fn reduce_region<'c>(
+    cache: &mut Cache<'c>,
+    op: &'static str,
+    element: crate::types::ElementType,
+) -> Result<Region<'c>, BuildError> {
     let scalar = Arc::new(TensorType::scalar(element));
     let ty = cache.ty(&scalar)?;
     let loc = cache.loc;

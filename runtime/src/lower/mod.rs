@@ -210,10 +210,13 @@ impl FuncRef {
 }
 
 /// What an op's region holds, for the ops that have one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Body {
     /// A `stablehlo.reduce` body applying this binary op to two scalars of the element type.
     Reduce(&'static str, ElementType),
+    /// An `sdy.manual_computation` body: one op on the block's (per-device) arguments, its
+    /// results returned with `sdy.return`.
+    Manual(Box<sharding::ManualBody>),
 }
 
 #[derive(Clone, Debug)]
@@ -240,6 +243,9 @@ pub(crate) struct FuncData {
     pub(crate) param_shardings: Vec<Option<sharding::Sharding>>,
     /// Shardings of the entry function's results (empty, or one per result).
     pub(crate) result_shardings: Vec<Option<sharding::Sharding>>,
+    /// What the builder knows of how op results are split (from `shard`, elementwise ops and
+    /// partitioned custom calls); it picks the mesh axes of partitioned custom calls.
+    pub(crate) value_shardings: HashMap<ValRef, sharding::Sharding>,
 }
 
 static NEXT_MODULE_ID: AtomicU32 = AtomicU32::new(1);
@@ -309,6 +315,7 @@ impl Module {
             externals: Vec::new(),
             param_shardings: Vec::new(),
             result_shardings: Vec::new(),
+            value_shardings: HashMap::new(),
         });
         Ok(FuncBuilder {
             module: self,
@@ -603,7 +610,9 @@ impl FuncBuilder<'_> {
         {
             return Err(BuildError::new(format!("{name} does not take {}", x.ty())));
         }
-        self.one(name, &[x], x.ty().clone())
+        let v = self.one(name, &[x], x.ty().clone())?;
+        self.propagate_sharding(&[x], &v);
+        Ok(v)
     }
 
     /// `stablehlo.sine`.
@@ -642,7 +651,9 @@ impl FuncBuilder<'_> {
                 lhs.ty()
             )));
         }
-        self.one(name, &[lhs, rhs], lhs.ty().clone())
+        let v = self.one(name, &[lhs, rhs], lhs.ty().clone())?;
+        self.propagate_sharding(&[lhs, rhs], &v);
+        Ok(v)
     }
 
     /// `stablehlo.add`.
@@ -775,6 +786,12 @@ impl FuncBuilder<'_> {
                 )));
             }
             attrs.push(("output_operand_aliases", Attr::Array(aliases)));
+        }
+        if let Some(rule) = call.partition
+            && let Some(plan) =
+                self.plan_partition(call.target, call.operands, call.results, rule)?
+        {
+            return self.push_manual(call.operands, call.results, attrs, plan);
         }
         self.push_op(
             "stablehlo.custom_call",
@@ -1043,6 +1060,9 @@ pub struct CustomCall<'a> {
     pub has_side_effect: bool,
     /// `(output index, operand index)` pairs: the output reuses the operand's buffer.
     pub output_operand_aliases: &'a [(usize, usize)],
+    /// How the op may be split across devices. In a module with a mesh, the call is then
+    /// wrapped in an `sdy.manual_computation`: the handler runs once per device, on its shard.
+    pub partition: Option<&'a crate::schema::PartitionRule>,
 }
 
 impl<'a> CustomCall<'a> {
@@ -1056,6 +1076,7 @@ impl<'a> CustomCall<'a> {
             backend_config: BackendConfig::None,
             has_side_effect: false,
             output_operand_aliases: &[],
+            partition: None,
         }
     }
 }

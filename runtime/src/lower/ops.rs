@@ -232,7 +232,9 @@ impl FuncBuilder<'_> {
     /// `stablehlo.convert`: the same shape with another element type.
     pub fn convert(&mut self, x: &Value, to: ElementType) -> Result<Value, BuildError> {
         let result = x.ty().with_element(to);
-        self.single("stablehlo.convert", &[x], result, Vec::new())
+        let v = self.single("stablehlo.convert", &[x], result, Vec::new())?;
+        self.propagate_sharding(&[x], &v);
+        Ok(v)
     }
 
     /// `stablehlo.reshape` to `shape` (the same number of elements).

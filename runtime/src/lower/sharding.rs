@@ -1,8 +1,12 @@
-//! Device meshes and shardings (Shardy, the `sdy` dialect) for entry arguments and results, so
-//! that XLA's SPMD partitioner splits the program across devices.
+//! Device meshes and shardings (Shardy, the `sdy` dialect) for entry arguments, results and
+//! values, so that XLA's SPMD partitioner splits the program across devices; and partitioned
+//! custom calls, wrapped in `sdy.manual_computation` so that each device runs the handler once,
+//! on its shard.
 
-use super::{Attr, BuildError, FuncBuilder, Module};
+use super::{Attr, Body, BuildError, FuncBuilder, Module, ValRef, Value};
+use crate::schema::{FactorDims, PartitionRule};
 use crate::types::TensorType;
+use std::sync::Arc;
 
 /// A named device mesh: `sdy.mesh @name = <["x"=4, "y"=2]>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,8 +59,8 @@ impl Sharding {
         }
     }
 
-    /// The sharding attribute, `#sdy.sharding<@mesh, [{"x"}, {}]>`.
-    pub(crate) fn attr(&self) -> Attr {
+    /// The sharding's text inside `#sdy.sharding...`: `<@mesh, [{"x"}, {}]>`.
+    fn body(&self) -> String {
         let dims: Vec<String> = self
             .dims
             .iter()
@@ -65,11 +69,23 @@ impl Sharding {
                 format!("{{{}}}", axes.join(", "))
             })
             .collect();
-        Attr::Raw(format!(
-            "#sdy.sharding<@{}, [{}]>",
-            self.mesh,
-            dims.join(", ")
-        ))
+        format!("<@{}, [{}]>", self.mesh, dims.join(", "))
+    }
+
+    /// The sharding attribute, `#sdy.sharding<@mesh, [{"x"}, {}]>`.
+    pub(crate) fn attr(&self) -> Attr {
+        Attr::Raw(format!("#sdy.sharding{}", self.body()))
+    }
+
+    /// One sharding per value: `#sdy.sharding_per_value<[<@mesh, [...]>, ...]>`.
+    fn per_value(shardings: &[Sharding]) -> Attr {
+        let items: Vec<String> = shardings.iter().map(Sharding::body).collect();
+        Attr::Raw(format!("#sdy.sharding_per_value<[{}]>", items.join(", ")))
+    }
+
+    /// Whether no dimension is split.
+    pub fn is_replicated(&self) -> bool {
+        self.dims.iter().all(Vec::is_empty)
     }
 
     /// The shape of one shard of `ty`.
@@ -167,6 +183,9 @@ impl FuncBuilder<'_> {
         }
         let ty = self.arg(i)?.ty().clone();
         self.module.check_sharding(&sharding, &ty)?;
+        self.data_mut()
+            .value_shardings
+            .insert(ValRef::Param(i as u32), sharding.clone());
         let f = &mut self.module.funcs[self.index as usize];
         f.param_shardings.resize(f.params.len(), None);
         f.param_shardings[i] = Some(sharding);
@@ -191,5 +210,300 @@ impl FuncBuilder<'_> {
         let index = self.index as usize;
         self.module.funcs[index].result_shardings = shardings.to_vec();
         self.ret(values)
+    }
+}
+
+/// The per-device body of an `sdy.manual_computation`: one op (a custom call) on the block's
+/// arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ManualBody {
+    /// The op's name.
+    pub(crate) name: &'static str,
+    /// The op's attributes.
+    pub(crate) attrs: Vec<(&'static str, Attr)>,
+    /// The per-device (local) operand types: the block's arguments.
+    pub(crate) operands: Vec<Arc<TensorType>>,
+    /// The per-device result types.
+    pub(crate) results: Vec<Arc<TensorType>>,
+}
+
+/// How a partitioned custom call is split: the mesh, and each operand's and result's sharding
+/// and per-device type.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    manual_axes: Vec<String>,
+    in_shardings: Vec<Sharding>,
+    out_shardings: Vec<Sharding>,
+    local_operands: Vec<TensorType>,
+    local_results: Vec<TensorType>,
+}
+
+/// The sharding of a tensor of `ty` whose dimensions split as `rule` says, with `axes[f]` the
+/// mesh axes of factor `f`; and its per-device type.
+fn split(
+    target: &str,
+    mesh: &Mesh,
+    rule: Option<&FactorDims>,
+    factors: &[String],
+    axes: &[Vec<String>],
+    ty: &TensorType,
+) -> Result<(Sharding, TensorType), BuildError> {
+    let mut dims = vec![Vec::new(); ty.rank()];
+    let mut local = ty.shape().to_vec();
+    if let Some(rule) = rule {
+        if rule.dims.len() != ty.rank() {
+            return Err(BuildError::new(format!(
+                "custom_call @{target}: the partition rule of `{}` has {} dimensions, but it is {ty}",
+                rule.name,
+                rule.dims.len()
+            )));
+        }
+        for (d, factor) in rule.dims.iter().enumerate() {
+            let Some(f) = factor
+                .as_ref()
+                .and_then(|f| factors.iter().position(|g| g == f))
+            else {
+                continue;
+            };
+            let parts: i64 = axes[f]
+                .iter()
+                .filter_map(|a| mesh.axes.iter().find(|(n, _)| n == a).map(|(_, n)| *n))
+                .product();
+            if local[d] % parts != 0 {
+                return Err(BuildError::new(format!(
+                    "custom_call @{target}: dimension {d} of `{}` ({ty}, factor `{}`) is not divisible by {parts}, the size of mesh axes {:?}",
+                    rule.name, factors[f], axes[f]
+                )));
+            }
+            local[d] /= parts;
+            dims[d] = axes[f].clone();
+        }
+    }
+    let sharding = Sharding {
+        mesh: mesh.name.clone(),
+        dims,
+    };
+    Ok((sharding, TensorType::from_parts(ty.element(), local)))
+}
+
+impl FuncBuilder<'_> {
+    /// Constrains how `v` is split (`sdy.sharding_constraint`) and returns the constrained
+    /// value. XLA reshards `v` as needed; partitioned custom calls that take the result split
+    /// along the same mesh axes.
+    pub fn shard(&mut self, v: &Value, sharding: Sharding) -> Result<Value, BuildError> {
+        self.check_own(v, "sdy.sharding_constraint")?;
+        self.module.check_sharding(&sharding, v.ty())?;
+        let mut out = self.push_op(
+            "sdy.sharding_constraint",
+            &[v],
+            vec![v.ty().clone()],
+            vec![("sharding", sharding.attr())],
+            None,
+            None,
+        )?;
+        let out = out
+            .pop()
+            .ok_or_else(|| BuildError::new("op made no result"))?;
+        self.data_mut().value_shardings.insert(out.at, sharding);
+        Ok(out)
+    }
+
+    /// How the builder knows `v` to be split: declared on an entry parameter
+    /// ([`FuncBuilder::shard_arg`]), constrained ([`FuncBuilder::shard`]), carried through an
+    /// elementwise op, or the result of a partitioned custom call. `None` when it does not know
+    /// (XLA's propagation then decides).
+    pub fn sharding_of(&self, v: &Value) -> Option<&Sharding> {
+        if v.module != self.module.id || v.func != self.index {
+            return None;
+        }
+        self.data().value_shardings.get(&v.at)
+    }
+
+    /// An elementwise op's result is split like its first operand whose split is known.
+    pub(crate) fn propagate_sharding(&mut self, operands: &[&Value], result: &Value) {
+        let known = operands
+            .iter()
+            .find_map(|v| self.sharding_of(v))
+            .filter(|s| s.dims.len() == result.ty().rank())
+            .cloned();
+        if let Some(s) = known {
+            self.data_mut().value_shardings.insert(result.at, s);
+        }
+    }
+
+    /// Decides how a custom call with a partition rule is split, or `None` when the module has
+    /// no mesh. Each factor takes the mesh axes that the first operand splitting it along
+    /// known axes uses (axes already taken by an earlier factor are skipped); a factor that no
+    /// operand splits stays whole. Every mesh axis is manual, so each device runs the handler
+    /// exactly once.
+    pub(crate) fn plan_partition(
+        &self,
+        target: &str,
+        operands: &[&Value],
+        results: &[TensorType],
+        rule: &PartitionRule,
+    ) -> Result<Option<Plan>, BuildError> {
+        let known = |i: usize| operands.get(i).and_then(|v| self.sharding_of(v));
+        let mesh_name = rule
+            .operands
+            .iter()
+            .find_map(|o| known(o.index).map(|s| s.mesh.clone()))
+            .or_else(|| self.module.meshes.first().map(|m| m.name.clone()));
+        let Some(mesh) = mesh_name.and_then(|n| self.module.meshes.iter().find(|m| m.name == n))
+        else {
+            return Ok(None);
+        };
+        let mut axes: Vec<Vec<String>> = vec![Vec::new(); rule.factors.len()];
+        let mut sizes: Vec<Option<(i64, &str)>> = vec![None; rule.factors.len()];
+        let mut used: Vec<&str> = Vec::new();
+        for o in &rule.operands {
+            let Some(v) = operands.get(o.index) else {
+                return Err(BuildError::new(format!(
+                    "custom_call @{target}: the partition rule names operand {}, but the call has {}",
+                    o.index,
+                    operands.len()
+                )));
+            };
+            let split_as = known(o.index).filter(|s| s.mesh == mesh.name);
+            for (d, factor) in o.dims.iter().enumerate() {
+                let Some(f) = factor
+                    .as_ref()
+                    .and_then(|f| rule.factors.iter().position(|g| g == f))
+                else {
+                    continue;
+                };
+                let Some(&size) = v.shape().get(d) else {
+                    continue; // reported by `split`
+                };
+                match sizes[f] {
+                    Some((s, other)) if s != size => {
+                        return Err(BuildError::new(format!(
+                            "custom_call @{target}: factor `{}` is a dimension of size {s} of `{other}` but of size {size} of `{}`",
+                            rule.factors[f], o.name
+                        )));
+                    }
+                    Some(_) => {}
+                    None => sizes[f] = Some((size, &o.name)),
+                }
+                let candidate = split_as
+                    .and_then(|s| s.dims.get(d))
+                    .filter(|a| !a.is_empty());
+                if let Some(candidate) = candidate
+                    && axes[f].is_empty()
+                    && candidate.iter().all(|a| !used.contains(&a.as_str()))
+                {
+                    used.extend(candidate.iter().map(String::as_str));
+                    axes[f] = candidate.clone();
+                }
+            }
+        }
+        let mut plan = Plan {
+            manual_axes: mesh.axes.iter().map(|(a, _)| a.clone()).collect(),
+            in_shardings: Vec::new(),
+            out_shardings: Vec::new(),
+            local_operands: Vec::new(),
+            local_results: Vec::new(),
+        };
+        for (i, v) in operands.iter().enumerate() {
+            let r = rule.operands.iter().find(|o| o.index == i);
+            let (s, t) = split(target, mesh, r, &rule.factors, &axes, v.ty())?;
+            plan.in_shardings.push(s);
+            plan.local_operands.push(t);
+        }
+        for (i, ty) in results.iter().enumerate() {
+            let r = rule.results.iter().find(|o| o.index == i);
+            let (s, t) = split(target, mesh, r, &rule.factors, &axes, ty)?;
+            plan.out_shardings.push(s);
+            plan.local_results.push(t);
+        }
+        Ok(Some(plan))
+    }
+
+    /// Appends `sdy.manual_computation` over the custom call with `attrs`, as `plan` splits it.
+    pub(crate) fn push_manual(
+        &mut self,
+        operands: &[&Value],
+        results: &[TensorType],
+        attrs: Vec<(&'static str, Attr)>,
+        plan: Plan,
+    ) -> Result<Vec<Value>, BuildError> {
+        let axes: Vec<String> = plan
+            .manual_axes
+            .iter()
+            .map(|a| format!("\"{a}\""))
+            .collect();
+        let outer = vec![
+            ("in_shardings", Sharding::per_value(&plan.in_shardings)),
+            ("out_shardings", Sharding::per_value(&plan.out_shardings)),
+            (
+                "manual_axes",
+                Attr::Raw(format!("#sdy<manual_axes{{{}}}>", axes.join(", "))),
+            ),
+        ];
+        let body = ManualBody {
+            name: "stablehlo.custom_call",
+            attrs,
+            operands: plan
+                .local_operands
+                .into_iter()
+                .map(|t| self.module.intern(t))
+                .collect(),
+            results: plan
+                .local_results
+                .into_iter()
+                .map(|t| self.module.intern(t))
+                .collect(),
+        };
+        let values = self.push_op(
+            "sdy.manual_computation",
+            operands,
+            results.to_vec(),
+            outer,
+            Some(Body::Manual(Box::new(body))),
+            None,
+        )?;
+        let f = self.data_mut();
+        for (v, s) in values.iter().zip(plan.out_shardings) {
+            f.value_shardings.insert(v.at, s);
+        }
+        Ok(values)
+    }
+}
+
+impl Module {
+    /// In a module with a mesh, XLA's SPMD partitioner rejects a side-effecting custom call
+    /// that is not inside a manual computation ("Side-effect HLO must have sharding"): say so
+    /// before XLA does.
+    pub(crate) fn check_side_effects_partitioned(&self) -> Result<(), BuildError> {
+        if self.meshes.is_empty() {
+            return Ok(());
+        }
+        for f in &self.funcs {
+            for op in &f.ops {
+                if op.name != "stablehlo.custom_call"
+                    || !op
+                        .attrs
+                        .iter()
+                        .any(|(n, a)| *n == "has_side_effect" && *a == Attr::Bool(true))
+                {
+                    continue;
+                }
+                let target = op
+                    .attrs
+                    .iter()
+                    .find_map(|(n, a)| match (n, a) {
+                        (&"call_target_name", Attr::Str(t)) => {
+                            Some(String::from_utf8_lossy(t).into_owned())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                return Err(BuildError::new(format!(
+                    "custom_call @{target} in function `{}` has side effects, and the module has a device mesh: XLA's SPMD partitioner cannot replicate a side-effecting op. Declare how the op splits (`#[custom_op(partition(...))]`) so that it runs once per device on its shard",
+                    f.name
+                )));
+            }
+        }
+        Ok(())
     }
 }

@@ -203,6 +203,8 @@ pub struct Outcome {
     pub probes: Vec<i64>,
     /// For SPMD runs: per run, per output, each device's shard shape.
     pub shard_shapes: Vec<Vec<Vec<Vec<i64>>>>,
+    /// For SPMD runs: per run, the wall time of each of its `repeat` executions, in seconds.
+    pub seconds: Vec<Vec<f64>>,
 }
 
 /// A module to compile once and run on several input sets, in one process.
@@ -222,6 +224,8 @@ pub struct Job<'a> {
     pub mesh: Vec<(String, i64)>,
     /// For an SPMD run: how each output is split (to assemble it from its shards).
     pub output_specs: Vec<Vec<Vec<String>>>,
+    /// For an SPMD run: how many times to execute each input set (0 or 1: once), timing each.
+    pub repeat: usize,
 }
 
 #[derive(Serialize)]
@@ -240,6 +244,12 @@ struct Request<'a> {
     mesh: &'a [(String, i64)],
     #[serde(skip_serializing_if = "<[Vec<Vec<String>>]>::is_empty")]
     output_specs: &'a [Vec<Vec<String>>],
+    #[serde(skip_serializing_if = "is_zero")]
+    repeat: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Deserialize)]
@@ -257,6 +267,8 @@ struct Answer {
     probes: Vec<i64>,
     #[serde(default)]
     shard_shapes: Vec<Vec<Vec<i64>>>,
+    #[serde(default)]
+    seconds: Vec<f64>,
 }
 
 impl Answer {
@@ -405,6 +417,7 @@ impl Harness {
             probes: &[],
             mesh: &[],
             output_specs: &[],
+            repeat: 0,
         })
         .into_result()
         .map(drop)
@@ -421,6 +434,7 @@ impl Harness {
             probes: &[],
             mesh: &[],
             output_specs: &[],
+            repeat: 0,
         })
         .into_result()
         .map(drop)
@@ -463,6 +477,7 @@ impl Harness {
             probes: &job.probes,
             mesh: &job.mesh,
             output_specs: &job.output_specs,
+            repeat: job.repeat,
         });
         if !answer.ok {
             return Err(answer.into_result().expect_err("not ok"));
@@ -470,6 +485,7 @@ impl Harness {
         Ok(Outcome {
             probes: answer.probes,
             shard_shapes: answer.runs.iter().map(|r| r.shard_shapes.clone()).collect(),
+            seconds: answer.runs.iter().map(|r| r.seconds.clone()).collect(),
             runs: answer.runs.into_iter().map(Answer::into_result).collect(),
         })
     }
