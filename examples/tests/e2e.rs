@@ -380,6 +380,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::make_stats",
             "example::passthrough",
             "example::rms_norm",
+            "example::row_scale",
             "example::unlucky",
             "example_lib::affine",
             "my_custom_library::custom_op_external",
@@ -812,6 +813,50 @@ fn a_partitioned_op_between_ops_split_on_columns() {
         vec![vec![8, 2]; 4],
         "columns on the way out"
     );
+    assert_eq!(
+        (run.calls, run.rows, run.max_rows, run.min_rows),
+        (4, 8, 2, 2)
+    );
+}
+
+#[test]
+fn inputs_that_share_a_factor_split_alike() {
+    // `x` comes split by rows, `w` replicated: the shared factor `rows` splits `w` the same
+    // way, so each device scales its 2 rows by their own 2 weights.
+    let mut m = Module::new();
+    m.mesh("mesh", &[("x", 4)]).unwrap();
+    let mut f = m
+        .entry(
+            "main",
+            [t(ElementType::F32, &[8, 3]), t(ElementType::F32, &[8])],
+        )
+        .unwrap();
+    f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))
+        .unwrap();
+    // Pinned replicated: left unannotated, XLA's propagation would choose its split.
+    f.shard_arg(1, Sharding::replicated("mesh", 1)).unwrap();
+    let (x, w) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let y = k::row_scale::call(&mut f, &x, &w).unwrap();
+    f.ret_sharded(&[&y], &[Some(Sharding::new("mesh", &[&["x"], &[]]))])
+        .unwrap();
+    let text = m.to_text().unwrap();
+    assert!(
+        text.contains("(tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>"),
+        "{text}"
+    );
+    let xs: Vec<f32> = (0..24).map(|i| i as f32 - 7.0).collect();
+    let ws: Vec<f32> = (0..8).map(|i| 0.5 + i as f32).collect();
+    let run = run_on_mesh(
+        &text,
+        &[("x", 4)],
+        vec![
+            Array::f32(&[8, 3], &xs).sharded(&[&["x"], &[]]),
+            Array::f32(&[8], &ws).sharded(&[&[]]),
+        ],
+        &[&[&["x"], &[]]],
+    );
+    let want: Vec<f64> = (0..24).map(|i| xs[i] as f64 * ws[i / 3] as f64).collect();
+    assert_close(&run.outputs[0].to_f32(), &want, "row_scale");
     assert_eq!(
         (run.calls, run.rows, run.max_rows, run.min_rows),
         (4, 8, 2, 2)

@@ -167,6 +167,36 @@ pub fn rms_norm(
     Ok(())
 }
 
+/// `y[i, j] = x[i, j] * w[i]`: two inputs that share the factor `rows`, so on a device mesh
+/// each device gets the same block of rows of both.
+#[custom_op(name = "example::row_scale", partition(x = [rows, _], w = [rows]))]
+pub fn row_scale(
+    x: TensorRef<'_, f32, 2>,
+    w: TensorRef<'_, f32, 1>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    probe::record(x.dim(0));
+    if w.dim(0) != x.dim(0) {
+        return Err(OpError::invalid_argument(format!(
+            "row_scale: {} rows but {} weights",
+            x.dim(0),
+            w.dim(0)
+        )));
+    }
+    let cols = x.dim(1);
+    for ((out, row), &wi) in y
+        .as_mut_slice()
+        .chunks_mut(cols.max(1))
+        .zip(x.as_slice().chunks(cols.max(1)))
+        .zip(w.as_slice())
+    {
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = v * wi;
+        }
+    }
+    Ok(())
+}
+
 /// State that `counter_step` updates in place.
 #[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
 #[descriptor(name = "example::Counter")]

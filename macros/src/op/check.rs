@@ -159,6 +159,8 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
         return;
     };
     let mut factors: Vec<&syn::Ident> = Vec::new();
+    // A factor written twice for one input is reported there, not again on the outputs.
+    let mut repeated = false;
     for entry in &partition.entries {
         let param = op.params.iter().find(|p| p.ident == entry.param);
         let rank = match param.map(|p| &p.kind) {
@@ -222,6 +224,7 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
         let mut seen: Vec<&syn::Ident> = Vec::new();
         for f in entry.dims.iter().flatten() {
             if seen.contains(&f) {
+                repeated = true;
                 cx.error_spanned_by(
                     f,
                     format!("factor `{f}` names two dimensions of `{}`", entry.param),
@@ -285,7 +288,7 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                         p.ident, p.ident
                     ),
                 );
-            } else if n > 1 {
+            } else if n > 1 && !repeated {
                 cx.syn_error(syn::Error::new(
                     *out_span,
                     format!(

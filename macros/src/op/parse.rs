@@ -59,10 +59,13 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
                 syn::Expr::Path(e) if e.qself.is_none() && e.path.get_ident().is_some() => {
                     dims.push(e.path.get_ident().cloned())
                 }
-                other => cx.error_spanned_by(
-                    other,
-                    "a dimension's entry is a factor name (`rows`) or `_` (never split)",
-                ),
+                other => {
+                    cx.error_spanned_by(
+                        other,
+                        "a dimension's entry is a factor name (`rows`) or `_` (never split)",
+                    );
+                    dims.push(None);
+                }
             }
         }
         if p.entries.iter().any(|e| e.param == param) {

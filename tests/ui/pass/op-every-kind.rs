@@ -43,7 +43,41 @@ pub fn no_results(x: TensorRef<'_, u8>) -> Result<(), OpError> {
     Ok(())
 }
 
+// Two inputs that share the factor `rows`; the output takes it through its shape rule.
+#[custom_op(name = "ui::scaled_rows", partition(x = [rows, _], w = [rows]))]
+pub fn scaled_rows(
+    x: TensorRef<'_, f32, 2>,
+    w: TensorRef<'_, f32, 1>,
+    #[out(shape = [x.dim(0), 3])] y: TensorMut<'_, f32>,
+    #[attr] eps: f32,
+) -> Result<(), OpError> {
+    let _ = (x, w, y, eps);
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    use customop::lower::Sharding;
+    let rule = scaled_rows::schema().partition.as_ref().ok_or("no rule")?;
+    assert_eq!(rule.notation(), "([rows, _], [rows])->([rows, _])");
+    let mut m = Module::new();
+    m.mesh("mesh", &[("x", 2)])?;
+    let mut f = m.entry(
+        "main",
+        [TensorType::new(ElementType::F32, [4, 2])?, TensorType::new(ElementType::F32, [4])?, TensorType::new(ElementType::F32, [3])?],
+    )?;
+    f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))?;
+    let (x, w, short) = (f.arg(0)?, f.arg(1)?, f.arg(2)?);
+    let y = scaled_rows::call(&mut f, &x, &w, 0.5)?;
+    assert_eq!(y.ty().to_string(), "tensor<4x3xf32>");
+    assert_eq!(f.sharding_of(&y), Some(&Sharding::new("mesh", &[&["x"], &[]])));
+    let err = scaled_rows::call(&mut f, &x, &short, 0.5).unwrap_err().to_string();
+    assert!(err.contains("factor `rows` is a dimension of size 4 of `x` but of size 3 of `w`"), "{err}");
+    f.ret(&[&y])?;
+    let text = m.to_text()?;
+    // `w` is split like `x`, since they share `rows`; each device sees 2 rows.
+    assert!(text.contains(r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{"x"}]>]>"#), "{text}");
+    assert!(text.contains("(tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x3xf32>"), "{text}");
+
     assert_eq!(every::TARGET, "ui_every_target");
     assert_eq!(
         every::schema_string(),
