@@ -33,6 +33,7 @@ step "examples"
 cargo run --locked -q -p customop-examples --bin seed
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
+cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

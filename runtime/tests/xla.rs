@@ -688,3 +688,118 @@ fn a_dimension_that_does_not_divide_is_a_rust_error() {
         .to_string();
     assert!(err.contains("does not declare"), "{err}");
 }
+
+// --- How the builder splits a custom call that has a partition rule ----------------------------
+
+use customop::lower::FuncBuilder;
+use customop::schema::{FactorDims, PartitionRule};
+
+fn dims(d: &[Option<&str>]) -> Vec<Option<String>> {
+    d.iter().map(|f| f.map(str::to_string)).collect()
+}
+
+/// `a = [i, _]`, `b = [j]`, result `[i, j]`.
+fn outer_rule() -> PartitionRule {
+    PartitionRule {
+        factors: vec!["i".into(), "j".into()],
+        operands: vec![
+            FactorDims {
+                name: "a".into(),
+                index: 0,
+                dims: dims(&[Some("i"), None]),
+            },
+            FactorDims {
+                name: "b".into(),
+                index: 1,
+                dims: dims(&[Some("j")]),
+            },
+        ],
+        results: vec![FactorDims {
+            name: "y".into(),
+            index: 0,
+            dims: dims(&[Some("i"), Some("j")]),
+        }],
+    }
+}
+
+/// A module `main(a: 4x2, b: 4)` calling target `outer` under `outer_rule()`, after `setup`.
+fn outer_module(mesh: Option<&[(&str, i64)]>, setup: impl FnOnce(&mut FuncBuilder<'_>)) -> String {
+    let rule = outer_rule();
+    let mut m = Module::new();
+    if let Some(mesh) = mesh {
+        m.mesh("mesh", mesh).unwrap();
+    }
+    let mut f = m
+        .entry(
+            "main",
+            [t(ElementType::F32, &[4, 2]), t(ElementType::F32, &[4])],
+        )
+        .unwrap();
+    setup(&mut f);
+    let (a, b) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let results = [t(ElementType::F32, &[4, 4])];
+    let operands = [&a, &b];
+    let call = CustomCall {
+        partition: Some(&rule),
+        ..CustomCall::new("outer", &operands, &results)
+    };
+    let y = f.custom_call(call).unwrap();
+    f.ret(&[&y[0]]).unwrap();
+    let text = m.to_text().unwrap();
+    Harness::get().verify(&text).unwrap();
+    text
+}
+
+#[test]
+fn partitioned_calls_follow_the_known_splits() {
+    // Without a mesh the rule changes nothing.
+    let text = outer_module(None, |_| {});
+    assert!(!text.contains("manual_computation"), "{text}");
+    assert!(
+        text.contains("(tensor<4x2xf32>, tensor<4xf32>) -> tensor<4x4xf32>"),
+        "{text}"
+    );
+
+    // A mesh, but no known split: one whole call per device.
+    let text = outer_module(Some(&[("x", 2), ("y", 2)]), |_| {});
+    assert!(
+        text.contains(r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{}, {}]>, <@mesh, [{}]>]>, manual_axes = #sdy<manual_axes{"x", "y"}>"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<4x2xf32>, tensor<4xf32>) -> tensor<4x4xf32>"),
+        "{text}"
+    );
+
+    // `a` split by rows over x and `b` over y: i takes x, j takes y.
+    let text = outer_module(Some(&[("x", 2), ("y", 2)]), |f| {
+        f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))
+            .unwrap();
+        f.shard_arg(1, Sharding::new("mesh", &[&["y"]])).unwrap();
+    });
+    assert!(
+        text.contains(r#"out_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>"),
+        "{text}"
+    );
+
+    // Both over x: x serves i (the first operand's), and j stays whole.
+    let text = outer_module(Some(&[("x", 2), ("y", 2)]), |f| {
+        f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))
+            .unwrap();
+        f.shard_arg(1, Sharding::new("mesh", &[&["x"]])).unwrap();
+    });
+    assert!(
+        text.contains(
+            r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{}]>]>"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<2x2xf32>, tensor<4xf32>) -> tensor<2x4xf32>"),
+        "{text}"
+    );
+}

@@ -203,8 +203,9 @@ def _partition_spec(spec):
 def run_sharded(text, request):
     """Runs each input set on the mesh: inputs placed by their `spec`, outputs assembled from
     their shards by `output_specs`, with every shard's shape reported. Each input set is
-    executed `repeat` times (default 1), each execution's wall time in `seconds`; `probes` are
-    read after the last run."""
+    executed `repeat` times (default 1), each execution's wall time in `seconds`; with
+    `warmup_probes`, one untimed execution comes first and those functions are called after it
+    (to reset handler-side counters). `probes` are read after the last run."""
     import time
     import numpy as np
     import jax
@@ -223,6 +224,11 @@ def run_sharded(text, request):
             args = [jax.device_put(_to_numpy(i), NamedSharding(mesh, _partition_spec(i.get("spec") or [[] for _ in i["shape"]])))
                     for i in inputs]
             seconds = []
+            if request.get("warmup_probes"):
+                for shards in exe.execute_sharded(args).disassemble_into_single_device_arrays():
+                    for shard in shards:
+                        shard.block_until_ready()
+                call_probes(request["warmup_probes"])
             for _ in range(max(1, int(request.get("repeat", 1)))):
                 start = time.perf_counter()
                 out = exe.execute_sharded(args)

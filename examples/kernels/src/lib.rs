@@ -20,6 +20,7 @@ pub mod probe {
     static MAX_ROWS: AtomicI64 = AtomicI64::new(0);
     static MIN_ROWS: AtomicI64 = AtomicI64::new(i64::MAX);
     static NANOS: AtomicI64 = AtomicI64::new(0);
+    static MIN_NANOS: AtomicI64 = AtomicI64::new(i64::MAX);
 
     /// Counts one kernel call on `rows` rows.
     pub fn record(rows: usize) {
@@ -44,6 +45,7 @@ pub mod probe {
         fn drop(&mut self) {
             let ns = i64::try_from(self.0.elapsed().as_nanos()).unwrap_or(i64::MAX);
             NANOS.fetch_add(ns, Relaxed);
+            MIN_NANOS.fetch_min(ns, Relaxed);
         }
     }
 
@@ -75,6 +77,23 @@ pub mod probe {
     #[unsafe(no_mangle)]
     pub extern "C" fn example_probe_nanos() -> i64 {
         NANOS.load(Relaxed)
+    }
+
+    /// Sets every counter back to its start (after a warm-up run, say); returns 0.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_reset() -> i64 {
+        for c in [&CALLS, &ROWS, &MAX_ROWS, &NANOS] {
+            c.store(0, Relaxed);
+        }
+        MIN_ROWS.store(i64::MAX, Relaxed);
+        MIN_NANOS.store(i64::MAX, Relaxed);
+        0
+    }
+
+    /// The shortest timed call, in nanoseconds (`i64::MAX` before any).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn example_probe_min_nanos() -> i64 {
+        MIN_NANOS.load(Relaxed)
     }
 }
 

@@ -138,29 +138,43 @@ impl Ffi {
 /// its path. Built once per test process.
 pub fn example_kernels() -> PathBuf {
     static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| {
-        let root = workspace_root();
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(&root)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "customop-example-kernels",
-                "--target-dir",
-                "target/kernels",
-            ])
-            .status()
-            .expect("run cargo build for the example kernels");
-        assert!(
-            status.success(),
-            "building the example kernel cdylib failed"
-        );
-        let lib = root.join("target/kernels/debug/libcustomop_example_kernels.so");
-        assert!(lib.exists(), "{} is missing", lib.display());
-        lib
-    })
-    .clone()
+    LIB.get_or_init(|| build_example_kernels(false)).clone()
+}
+
+/// [`example_kernels`] built with optimisations (`--release`), for benchmarks.
+pub fn example_kernels_release() -> PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| build_example_kernels(true)).clone()
+}
+
+fn build_example_kernels(release: bool) -> PathBuf {
+    let root = workspace_root();
+    let mut args = vec![
+        "build",
+        "--quiet",
+        "-p",
+        "customop-example-kernels",
+        "--target-dir",
+        "target/kernels",
+    ];
+    if release {
+        args.push("--release");
+    }
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&root)
+        .args(&args)
+        .status()
+        .expect("run cargo build for the example kernels");
+    assert!(
+        status.success(),
+        "building the example kernel cdylib failed"
+    );
+    let profile = if release { "release" } else { "debug" };
+    let lib = root.join(format!(
+        "target/kernels/{profile}/libcustomop_example_kernels.so"
+    ));
+    assert!(lib.exists(), "{} is missing", lib.display());
+    lib
 }
 
 /// What jaxlib rejected, and at which stage.
@@ -226,6 +240,9 @@ pub struct Job<'a> {
     pub output_specs: Vec<Vec<Vec<String>>>,
     /// For an SPMD run: how many times to execute each input set (0 or 1: once), timing each.
     pub repeat: usize,
+    /// For an SPMD run: when not empty, each input set first runs once untimed, then these
+    /// are called (to reset handler-side counters before the timed executions).
+    pub warmup_probes: Vec<Probe>,
 }
 
 #[derive(Serialize)]
@@ -246,6 +263,8 @@ struct Request<'a> {
     output_specs: &'a [Vec<Vec<String>>],
     #[serde(skip_serializing_if = "is_zero")]
     repeat: usize,
+    #[serde(skip_serializing_if = "<[Probe]>::is_empty")]
+    warmup_probes: &'a [Probe],
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -418,6 +437,7 @@ impl Harness {
             mesh: &[],
             output_specs: &[],
             repeat: 0,
+            warmup_probes: &[],
         })
         .into_result()
         .map(drop)
@@ -435,6 +455,7 @@ impl Harness {
             mesh: &[],
             output_specs: &[],
             repeat: 0,
+            warmup_probes: &[],
         })
         .into_result()
         .map(drop)
@@ -478,6 +499,7 @@ impl Harness {
             mesh: &job.mesh,
             output_specs: &job.output_specs,
             repeat: job.repeat,
+            warmup_probes: &job.warmup_probes,
         });
         if !answer.ok {
             return Err(answer.into_result().expect_err("not ok"));
