@@ -310,77 +310,63 @@ fn attributes<'c>(
 
 fn body_region<'c>(cache: &mut Cache<'c>, body: &Body) -> Result<Region<'c>, BuildError> {
     match body {
-        Body::Reduce(op, element) => reduce_region(cache, op, *element),
-        Body::Manual(m) => manual_region(cache, m),
+        // `^bb0(%a: tensor<T>, %b: tensor<T>)`, the combining op, `stablehlo.return`.
+        Body::Reduce(op, element) => {
+            let scalar = Arc::new(TensorType::scalar(*element));
+            let pair = [scalar.clone(), scalar.clone()];
+            one_op_region(cache, &pair, op, &[], &[scalar], "stablehlo.return")
+        }
+        // Block arguments of the per-device types, the custom call, `sdy.return`.
+        Body::Manual(m) => one_op_region(
+            cache,
+            &m.operands,
+            m.name,
+            &m.attrs,
+            &m.results,
+            "sdy.return",
+        ),
     }
 }
 
-/// The region of an `sdy.manual_computation`: block arguments of the per-device types, the one
-/// op applied to them, `sdy.return` of its results.
-fn manual_region<'c>(
+/// A region of one block: arguments of types `args`, op `name` applied to all of them (with
+/// `attrs`, results of types `results`), and `ret` returning its results.
+fn one_op_region<'c>(
     cache: &mut Cache<'c>,
-    m: &super::sharding::ManualBody,
+    args: &[Arc<TensorType>],
+    name: &str,
+    attrs: &[(&'static str, super::Attr)],
+    results: &[Arc<TensorType>],
+    ret: &str,
 ) -> Result<Region<'c>, BuildError> {
     let loc = cache.loc;
-    let mut arg_types = Vec::with_capacity(m.operands.len());
-    for t in &m.operands {
+    let mut arg_types = Vec::with_capacity(args.len());
+    for t in args {
         arg_types.push((cache.ty(t)?, loc));
     }
-    let mut result_types = Vec::with_capacity(m.results.len());
-    for t in &m.results {
+    let mut result_types = Vec::with_capacity(results.len());
+    for t in results {
         result_types.push(cache.ty(t)?);
     }
-    let attrs = attributes(cache, &m.attrs)?;
+    let attrs = attributes(cache, attrs)?;
     let block = Block::new(&arg_types);
     {
-        let mut args: Vec<Value<'c, '_>> = Vec::with_capacity(arg_types.len());
+        let mut operands: Vec<Value<'c, '_>> = Vec::with_capacity(arg_types.len());
         for i in 0..arg_types.len() {
-            args.push(block.argument(i).map_err(mlir_err)?.into());
+            operands.push(block.argument(i).map_err(mlir_err)?.into());
         }
-        let inner = OperationBuilder::new(m.name, loc)
-            .add_operands(&args)
+        let op = OperationBuilder::new(name, loc)
+            .add_operands(&operands)
             .add_results(&result_types)
             .add_attributes(&attrs)
             .build()
             .map_err(mlir_err)?;
-        let inner = block.append_operation(inner);
-        let mut results: Vec<Value<'c, '_>> = Vec::with_capacity(result_types.len());
+        let op = block.append_operation(op);
+        let mut returned: Vec<Value<'c, '_>> = Vec::with_capacity(result_types.len());
         for i in 0..result_types.len() {
-            results.push(inner.result(i).map_err(mlir_err)?.into());
+            returned.push(op.result(i).map_err(mlir_err)?.into());
         }
-        let ret = OperationBuilder::new("sdy.return", loc)
-            .add_operands(&results)
-            .build()
-            .map_err(mlir_err)?;
-        block.append_operation(ret);
-    }
-    let region = Region::new();
-    region.append_block(block);
-    Ok(region)
-}
-
-/// The region of a `stablehlo.reduce`: `^bb0(%a: tensor<T>, %b: tensor<T>)`, the op, a return.
-fn reduce_region<'c>(
-    cache: &mut Cache<'c>,
-    op: &'static str,
-    element: crate::types::ElementType,
-) -> Result<Region<'c>, BuildError> {
-    let scalar = Arc::new(TensorType::scalar(element));
-    let ty = cache.ty(&scalar)?;
-    let loc = cache.loc;
-    let block = Block::new(&[(ty, loc), (ty, loc)]);
-    {
-        let a: Value<'c, '_> = block.argument(0).map_err(mlir_err)?.into();
-        let b: Value<'c, '_> = block.argument(1).map_err(mlir_err)?.into();
-        let combined = OperationBuilder::new(op, loc)
-            .add_operands(&[a, b])
-            .add_results(&[ty])
-            .build()
-            .map_err(mlir_err)?;
-        let combined = block.append_operation(combined);
-        let r: Value<'c, '_> = combined.result(0).map_err(mlir_err)?.into();
-        let ret = OperationBuilder::new("stablehlo.return", loc)
-            .add_operands(&[r])
+        let ret = OperationBuilder::new(ret, loc)
+            .add_operands(&returned)
             .build()
             .map_err(mlir_err)?;
         block.append_operation(ret);
