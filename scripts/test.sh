@@ -30,6 +30,7 @@ if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
 fi
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
+"$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
 cargo run --locked -q -p customop-examples --bin seed
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000

@@ -17,6 +17,11 @@ import json
 
 from . import descriptors
 
+# The schema's element type names (MLIR's) as numpy dtype names.
+_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+           "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
+           "f32": "float32", "f64": "float64"}
+
 
 class Library:
     """A customop cdylib: its manifest, handlers and descriptor layouts."""
@@ -62,6 +67,69 @@ class Library:
         """How op `name` may be split across devices (its `partition(...)` rule: `factors`, and
         per listed operand and result its `index` and the factor of each dimension), or None."""
         return self.op(name)["schema"]["partition"]
+
+    def call(self, name, *operands, **attrs):
+        """Calls op `name` on `operands` (its tensors and externals' bytes, in declaration
+        order) with `jax.ffi.ffi_call`, result types from the schema's shape rules; keyword
+        arguments are the op's attributes. Returns one array, or a list for several results."""
+        import jax
+        import numpy as np
+
+        sch = self.op(name)["schema"]
+        names = [p["name"] for p in sch["params"] if p["kind"] in ("tensor", "external")]
+        if len(operands) != len(names):
+            raise TypeError("%s takes %d operands (%s), got %d"
+                            % (name, len(names), ", ".join(names), len(operands)))
+        shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
+        results = []
+        for r in sch["results"]:
+            if r["kind"] == "tensor":
+                dims = []
+                for rule in r["shape"]:
+                    if rule["kind"] == "const":
+                        dims.append(rule["size"])
+                    elif rule["kind"] == "dim_of":
+                        dims.append(shapes[rule["param"]][rule["dim"]])
+                    else:
+                        dims.extend(shapes[rule["param"]])
+                results.append(jax.ShapeDtypeStruct(tuple(dims), np.dtype(_DTYPES[r["dtype"]])))
+            elif r["kind"] == "opaque":
+                results.append(jax.ShapeDtypeStruct((r["descriptor"]["packed_size"],), np.uint8))
+            else:
+                results.append(jax.ShapeDtypeStruct(shapes[r["param"]], np.uint8))
+        out = jax.ffi.ffi_call(sch["target"], results if len(results) != 1 else results[0],
+                               has_side_effect=sch["side_effect"])(*operands, **attrs)
+        return out
+
+    def sharded(self, name, mesh, axes, **attrs):
+        """Op `name` as a function of its operands that runs once per device of `mesh`, on its
+        shard, as the op's partition rule says: `jax.shard_map` over `self.call`, with each
+        factor split along the mesh axes `axes` gives it (`{"rows": "x"}`; a factor not in
+        `axes` stays whole). Operands and results the rule does not list are replicated."""
+        import jax
+        from jax.sharding import PartitionSpec as P
+
+        sch = self.op(name)["schema"]
+        rule = sch["partition"]
+        if rule is None:
+            raise ValueError("%s declares no partition rule" % name)
+        unknown = sorted(set(axes) - set(rule["factors"]))
+        if unknown:
+            raise ValueError("%s has no factor %s (its factors: %s)"
+                             % (name, ", ".join(unknown), ", ".join(rule["factors"])))
+
+        def spec(entries, index):
+            for e in entries:
+                if e["index"] == index:
+                    return P(*[axes.get(f) if f else None for f in e["dims"]])
+            return P()
+
+        n_operands = sum(p["kind"] in ("tensor", "external") for p in sch["params"])
+        in_specs = tuple(spec(rule["operands"], i) for i in range(n_operands))
+        out_specs = [spec(rule["results"], i) for i in range(len(sch["results"]))]
+        return jax.shard_map(lambda *ops: self.call(name, *ops, **attrs), mesh=mesh,
+                             in_specs=in_specs,
+                             out_specs=out_specs[0] if len(out_specs) == 1 else out_specs)
 
     def register(self, platform="cpu"):
         """Registers every op's handler with jax as a typed-FFI target (api_version=1)."""
