@@ -632,14 +632,12 @@ fn expand_lowering(
         Some(_) => quote!(schema().partition.as_ref()),
         None => quote!(::core::option::Option::None),
     };
-    let doc = match op.partition {
-        Some(_) => format!(
-            "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules. In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says."
-        ),
-        None => format!(
-            "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."
-        ),
-    };
+    let mut doc = format!(
+        "Emits `{name}` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."
+    );
+    if op.partition.is_some() {
+        doc.push_str(" In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says.");
+    }
     quote! {
         #p::if_mlir! {
             #ret_items

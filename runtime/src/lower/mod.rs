@@ -244,7 +244,8 @@ pub(crate) struct FuncData {
     /// Shardings of the entry function's results (empty, or one per result).
     pub(crate) result_shardings: Vec<Option<sharding::Sharding>>,
     /// What the builder knows of how op results are split (from `shard`, elementwise ops and
-    /// partitioned custom calls); it picks the mesh axes of partitioned custom calls.
+    /// partitioned custom calls); with `param_shardings`, it picks the mesh axes of
+    /// partitioned custom calls.
     pub(crate) value_shardings: HashMap<ValRef, sharding::Sharding>,
 }
 

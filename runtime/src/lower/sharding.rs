@@ -83,11 +83,6 @@ impl Sharding {
         Attr::Raw(format!("#sdy.sharding_per_value<[{}]>", items.join(", ")))
     }
 
-    /// Whether no dimension is split.
-    pub fn is_replicated(&self) -> bool {
-        self.dims.iter().all(Vec::is_empty)
-    }
-
     /// The shape of one shard of `ty`.
     pub fn local_shape(&self, m: &Module, ty: &TensorType) -> Result<Vec<i64>, BuildError> {
         m.check_sharding(self, ty)
@@ -183,9 +178,6 @@ impl FuncBuilder<'_> {
         }
         let ty = self.arg(i)?.ty().clone();
         self.module.check_sharding(&sharding, &ty)?;
-        self.data_mut()
-            .value_shardings
-            .insert(ValRef::Param(i as u32), sharding.clone());
         let f = &mut self.module.funcs[self.index as usize];
         f.param_shardings.resize(f.params.len(), None);
         f.param_shardings[i] = Some(sharding);
@@ -238,18 +230,17 @@ pub(crate) struct Plan {
     local_results: Vec<TensorType>,
 }
 
-/// The sharding of a tensor of `ty` whose dimensions split as `rule` says, with `axes[f]` the
-/// mesh axes of factor `f`; and its per-device type.
-fn split(
+/// The sharding, on mesh `mesh`, of a tensor of `ty` whose dimensions split as `rule` says,
+/// with `axes[f]` the mesh axes of factor `f`.
+fn rule_sharding(
     target: &str,
-    mesh: &Mesh,
+    mesh: &str,
     rule: Option<&FactorDims>,
     factors: &[String],
     axes: &[Vec<String>],
     ty: &TensorType,
-) -> Result<(Sharding, TensorType), BuildError> {
+) -> Result<Sharding, BuildError> {
     let mut dims = vec![Vec::new(); ty.rank()];
-    let mut local = ty.shape().to_vec();
     if let Some(rule) = rule {
         if rule.dims.len() != ty.rank() {
             return Err(BuildError::new(format!(
@@ -259,31 +250,18 @@ fn split(
             )));
         }
         for (d, factor) in rule.dims.iter().enumerate() {
-            let Some(f) = factor
+            if let Some(f) = factor
                 .as_ref()
                 .and_then(|f| factors.iter().position(|g| g == f))
-            else {
-                continue;
-            };
-            let parts: i64 = axes[f]
-                .iter()
-                .filter_map(|a| mesh.axes.iter().find(|(n, _)| n == a).map(|(_, n)| *n))
-                .product();
-            if local[d] % parts != 0 {
-                return Err(BuildError::new(format!(
-                    "custom_call @{target}: dimension {d} of `{}` ({ty}, factor `{}`) is not divisible by {parts}, the size of mesh axes {:?}",
-                    rule.name, factors[f], axes[f]
-                )));
+            {
+                dims[d] = axes[f].clone();
             }
-            local[d] /= parts;
-            dims[d] = axes[f].clone();
         }
     }
-    let sharding = Sharding {
-        mesh: mesh.name.clone(),
+    Ok(Sharding {
+        mesh: mesh.to_string(),
         dims,
-    };
-    Ok((sharding, TensorType::from_parts(ty.element(), local)))
+    })
 }
 
 impl FuncBuilder<'_> {
@@ -316,7 +294,11 @@ impl FuncBuilder<'_> {
         if v.module != self.module.id || v.func != self.index {
             return None;
         }
-        self.data().value_shardings.get(&v.at)
+        let f = self.data();
+        match v.at {
+            ValRef::Param(i) => f.param_shardings.get(i as usize)?.as_ref(),
+            at => f.value_shardings.get(&at),
+        }
     }
 
     /// An elementwise op's result is split like its first operand whose split is known.
@@ -404,15 +386,22 @@ impl FuncBuilder<'_> {
             local_operands: Vec::new(),
             local_results: Vec::new(),
         };
+        // Each operand's and result's sharding, and its per-device type (checked to divide).
+        let local = |r: Option<&FactorDims>, ty: &TensorType| {
+            let s = rule_sharding(target, &mesh.name, r, &rule.factors, &axes, ty)?;
+            let shape = self.module.check_sharding(&s, ty).map_err(|e| {
+                let name = r.map_or("?", |r| r.name.as_str());
+                BuildError::new(format!("custom_call @{target}: `{name}`: {e}"))
+            })?;
+            Ok::<_, BuildError>((s, TensorType::from_parts(ty.element(), shape)))
+        };
         for (i, v) in operands.iter().enumerate() {
-            let r = rule.operands.iter().find(|o| o.index == i);
-            let (s, t) = split(target, mesh, r, &rule.factors, &axes, v.ty())?;
+            let (s, t) = local(rule.operands.iter().find(|o| o.index == i), v.ty())?;
             plan.in_shardings.push(s);
             plan.local_operands.push(t);
         }
         for (i, ty) in results.iter().enumerate() {
-            let r = rule.results.iter().find(|o| o.index == i);
-            let (s, t) = split(target, mesh, r, &rule.factors, &axes, ty)?;
+            let (s, t) = local(rule.results.iter().find(|o| o.index == i), ty)?;
             plan.out_shardings.push(s);
             plan.local_results.push(t);
         }
