@@ -336,3 +336,80 @@ pub fn doubled(
     }
     Ok(())
 }
+
+/// What `add_offset` adds: a 4-byte payload, 28 bytes packed (the smallest external here).
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Offset")]
+pub struct Offset {
+    /// Added to every element.
+    pub add: f32,
+}
+
+/// `y = x + offset.add`.
+#[custom_op(name = "example::add_offset")]
+pub fn add_offset(
+    #[external] offset: &Offset,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = v + offset.add;
+    }
+    Ok(())
+}
+
+/// Weights that `apply_taps` cycles over: a 72-byte payload, 96 bytes packed.
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Taps")]
+pub struct Taps {
+    /// Added after weighting.
+    pub bias: f64,
+    /// Element `i` is multiplied by `taps[i % 16]`.
+    pub taps: [f32; 16],
+}
+
+/// `y[i] = x[i] * taps[i % 16] + bias`.
+#[custom_op(name = "example::apply_taps")]
+pub fn apply_taps(
+    #[external] taps: &Taps,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (i, (o, &v)) in y.as_mut_slice().iter_mut().zip(x.as_slice()).enumerate() {
+        *o = (f64::from(v * taps.taps[i % 16]) + taps.bias) as f32;
+    }
+    Ok(())
+}
+
+/// State that `histogram` updates: 12 buckets of `width` from `lo`; a 56-byte payload, 80 bytes
+/// packed.
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Histogram")]
+pub struct Histogram {
+    /// The lower edge of bucket 0.
+    pub lo: f32,
+    /// The width of each bucket.
+    pub width: f32,
+    /// Counts; values below `lo` go to bucket 0, above the last edge to bucket 11.
+    pub counts: [u32; 12],
+}
+
+/// `y = x`, counting each element into the histogram state.
+#[custom_op(name = "example::histogram")]
+pub fn histogram(
+    #[external] hist: &mut Histogram,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    if hist.width.is_nan() || hist.width <= 0.0 {
+        return Err(OpError::invalid_argument(
+            "histogram: width must be positive",
+        ));
+    }
+    for &v in x.as_slice() {
+        let bucket = ((v - hist.lo) / hist.width).floor().clamp(0.0, 11.0) as usize;
+        hist.counts[bucket] += 1;
+    }
+    y.as_mut_slice().copy_from_slice(x.as_slice());
+    Ok(())
+}

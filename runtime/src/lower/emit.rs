@@ -21,7 +21,6 @@ use melior::{
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
 
 /// How to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,23 +40,25 @@ fn context() -> Context {
     ctx
 }
 
-/// Parses and caches the MLIR types and attributes the module needs.
+/// Parses and caches the MLIR types and attributes the module needs. Both maps are keyed by
+/// value: a key made from an address (of an interned `Arc`, say) would be reused by a later
+/// allocation once the first one is freed, and hand that one the wrong type.
 struct Cache<'c> {
     ctx: &'c Context,
-    types: HashMap<*const TensorType, Type<'c>>,
+    types: HashMap<TensorType, Type<'c>>,
     attrs: HashMap<String, Attribute<'c>>,
     loc: Location<'c>,
 }
 
 impl<'c> Cache<'c> {
-    fn ty(&mut self, t: &Arc<TensorType>) -> Result<Type<'c>, BuildError> {
-        if let Some(ty) = self.types.get(&Arc::as_ptr(t)) {
+    fn ty(&mut self, t: &TensorType) -> Result<Type<'c>, BuildError> {
+        if let Some(ty) = self.types.get(t) {
             return Ok(*ty);
         }
         let text = t.to_string();
         let ty = Type::parse(self.ctx, &text)
             .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the type `{text}`")))?;
-        self.types.insert(Arc::as_ptr(t), ty);
+        self.types.insert(t.clone(), ty);
         Ok(ty)
     }
 
@@ -151,8 +152,7 @@ fn build_func<'c>(
         arg_types.push(cache.ty(t)?);
     }
     for &e in externals {
-        let t = Arc::new(m.externals()[e as usize].tensor_type());
-        arg_types.push(cache.ty(&t)?);
+        arg_types.push(cache.ty(&m.externals()[e as usize].tensor_type())?);
     }
     let mut result_types = Vec::with_capacity(f.results.len());
     for t in &f.results {
@@ -312,7 +312,7 @@ fn body_region<'c>(cache: &mut Cache<'c>, body: &Body) -> Result<Region<'c>, Bui
     match body {
         // `^bb0(%a: tensor<T>, %b: tensor<T>)`, the combining op, `stablehlo.return`.
         Body::Reduce(op, element) => {
-            let scalar = Arc::new(TensorType::scalar(*element));
+            let scalar = TensorType::scalar(*element);
             let pair = [scalar.clone(), scalar.clone()];
             one_op_region(cache, &pair, op, &[], &[scalar], "stablehlo.return")
         }
@@ -332,20 +332,20 @@ fn body_region<'c>(cache: &mut Cache<'c>, body: &Body) -> Result<Region<'c>, Bui
 /// `attrs`, results of types `results`), and `ret` returning its results.
 fn one_op_region<'c>(
     cache: &mut Cache<'c>,
-    args: &[Arc<TensorType>],
+    args: &[impl std::borrow::Borrow<TensorType>],
     name: &str,
     attrs: &[(&'static str, super::Attr)],
-    results: &[Arc<TensorType>],
+    results: &[impl std::borrow::Borrow<TensorType>],
     ret: &str,
 ) -> Result<Region<'c>, BuildError> {
     let loc = cache.loc;
     let mut arg_types = Vec::with_capacity(args.len());
     for t in args {
-        arg_types.push((cache.ty(t)?, loc));
+        arg_types.push((cache.ty(std::borrow::Borrow::borrow(t))?, loc));
     }
     let mut result_types = Vec::with_capacity(results.len());
     for t in results {
-        result_types.push(cache.ty(t)?);
+        result_types.push(cache.ty(std::borrow::Borrow::borrow(t))?);
     }
     let attrs = attributes(cache, attrs)?;
     let block = Block::new(&arg_types);
