@@ -6,9 +6,12 @@ exact bytes Rust's `Descriptor::pack` writes, and unpacks and validates them as
 `Descriptor::unpack` does.
 
 Values: bool -> bool, integers -> int, floats -> float, arrays and Vec -> list, nested
-descriptors -> dict, enums -> the variant's name (str), String -> str.
+descriptors -> dict, enums -> the variant's name (str), String -> str. A `[u8; N]` or `[i8; N]`
+array (C's `char[N]`) also takes `bytes`, `bytearray` or `str` (its UTF-8 bytes) of exactly N
+bytes.
 """
 
+import numbers
 import struct
 
 MAGIC = b"CUOP"
@@ -123,44 +126,126 @@ def check_layout(layout):
 
 # --- packing --------------------------------------------------------------------------------
 
-def _write(t, value, buf, at):
+class PackError(DescriptorError, TypeError):
+    """A Python value that does not fit the layout: a missing or unknown field, a value of the
+    wrong type or out of range. The message names the descriptor and the field."""
+
+
+def _fields(layout, value, root, path):
+    """The dict `value` checked against `layout`'s fields (at `path` inside descriptor `root`):
+    every field given, no other key."""
+    if not isinstance(value, dict):
+        raise PackError("%s: expected a dict of the fields of `%s`, got %s"
+                        % (_where(root, path), layout["name"], type(value).__name__))
+    known = [f["name"] for f in layout["fields"]]
+    for f in known:
+        if f not in value:
+            raise PackError("descriptor `%s` has no value for field `%s`" % (root, _join(path, f)))
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise PackError("descriptor `%s` has no field `%s` (%s: %s)"
+                        % (root, _join(path, unknown[0]),
+                           "its fields" if not path else "fields of `%s`" % path, ", ".join(known)))
+    return value
+
+
+def _join(path, name):
+    return "%s.%s" % (path, name) if path else name
+
+
+def _where(root, path):
+    return "descriptor `%s`, field `%s`" % (root, path) if path else "descriptor `%s`" % root
+
+
+def _spelled(t):
+    """A type as Rust spells it (`[i16; 3]`; a struct or enum by its name)."""
+    k = t["kind"]
+    if k == "array":
+        return "[%s; %d]" % (_spelled(t["element"]), t["len"])
+    if k == "struct":
+        return t["layout"]["name"]
+    if k == "enum":
+        return t["name"]
+    return canonical(t)
+
+
+def _byte_array(t, value, root, path):
+    """A `[u8; N]` or `[i8; N]` (C `char[N]`) field given as `bytes`/`bytearray`, or as `str`
+    (its UTF-8 bytes): exactly N bytes, as the elements' values."""
+    data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if len(data) != t["len"]:
+        hint = ""
+        if len(data) < t["len"]:
+            hint = "; pad it, e.g. `%r.ljust(%d, b\"\\0\")`" % (data, t["len"])
+        raise PackError("%s: a %s takes exactly %d bytes, got %d%s"
+                        % (_where(root, path), _spelled(t), t["len"], len(data), hint))
+    if t["element"]["kind"] == "i8":
+        return [b - 256 if b > 127 else b for b in data]
+    return list(data)
+
+
+def _write(t, value, buf, at, root, path):
     k = t["kind"]
     if k == "bool":
         if not isinstance(value, bool):
-            raise TypeError("expected bool, got %r" % (value,))
+            raise PackError("%s: expected bool, got %r" % (_where(root, path), value))
         buf[at] = 1 if value else 0
     elif k in _PRIMS:
-        struct.pack_into("<" + _PRIMS[k][0], buf, at, value)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise PackError("%s: expected a number (%s), got %r" % (_where(root, path), k, value))
+        if k[0] in "iu":
+            if not isinstance(value, numbers.Integral):
+                raise PackError("%s: expected an integer (%s), got %r"
+                                % (_where(root, path), k, value))
+            value = int(value)
+        else:
+            value = float(value)
+        try:
+            struct.pack_into("<" + _PRIMS[k][0], buf, at, value)
+        except (struct.error, OverflowError) as e:
+            raise PackError("%s: %r does not fit %s (%s)"
+                            % (_where(root, path), value, k, e)) from None
     elif k == "enum":
         by_name = {v["name"]: v["value"] for v in t["variants"]}
         if value not in by_name:
-            raise ValueError("%r is not a variant of %s" % (value, t["name"]))
+            raise PackError("%s: %r is not a variant of %s (its variants: %s)"
+                            % (_where(root, path), value, t["name"], ", ".join(by_name)))
         struct.pack_into("<" + _PRIMS[t["repr"]][0], buf, at, by_name[value])
     elif k == "array":
+        if t["element"]["kind"] in ("u8", "i8") and isinstance(value, (bytes, bytearray, str)):
+            value = _byte_array(t, value, root, path)
+        elif isinstance(value, (str, bytes, bytearray)):
+            raise PackError("%s: a %s takes a list, got %s"
+                            % (_where(root, path), _spelled(t), type(value).__name__))
         s, _ = size_align(t["element"])
         if len(value) != t["len"]:
-            raise ValueError("expected %d elements, got %d" % (t["len"], len(value)))
+            raise PackError("%s: expected %d elements, got %d"
+                            % (_where(root, path), t["len"], len(value)))
         for i, v in enumerate(value):
-            _write(t["element"], v, buf, at + i * s)
+            _write(t["element"], v, buf, at + i * s, root, "%s[%d]" % (path, i))
     elif k == "struct":
-        _write_fixed(t["layout"], value, buf, at)
+        _write_fixed(t["layout"], value, buf, at, root, path)
     else:
         raise DescriptorError("%s cannot be written in the fixed part" % k)
 
 
-def _write_fixed(layout, value, buf, at):
+def _write_fixed(layout, value, buf, at, root, path=""):
+    value = _fields(layout, value, root, path)
     offsets, _, _ = struct_fixed(layout)
     for f in layout["fields"]:
         if not _is_tail(f["type"]):
-            _write(f["type"], value[f["name"]], buf, at + offsets[f["name"]])
+            _write(f["type"], value[f["name"]], buf, at + offsets[f["name"]], root,
+                   _join(path, f["name"]))
 
 
 def pack(layout, value):
-    """Packs `value` (a dict of field name -> value) as wire format v1."""
+    """Packs `value` (a dict of field name -> value) as wire format v1. A missing or unknown
+    field, or a value that does not fit its field, raises `PackError` naming both."""
     fp = check_layout(layout)
     _, fixed, _ = struct_fixed(layout)
     payload = bytearray(fixed)
-    _write_fixed(layout, value, payload, 0)
+    root = layout["name"]
+    _write_fixed(layout, value, payload, 0, root)
     for f in layout["fields"]:
         t = f["type"]
         if not _is_tail(t):
@@ -168,6 +253,8 @@ def pack(layout, value):
         v = value[f["name"]]
         payload.extend(b"\0" * (_align_up(len(payload), 4) - len(payload)))
         if t["kind"] == "string":
+            if not isinstance(v, str):
+                raise PackError("%s: expected str, got %r" % (_where(root, f["name"]), v))
             data = v.encode("utf-8")
             payload.extend(struct.pack("<I", len(data)))
             payload.extend(data)
@@ -178,7 +265,7 @@ def pack(layout, value):
             start = len(payload)
             payload.extend(b"\0" * (s * len(v)))
             for i, x in enumerate(v):
-                _write(t["element"], x, payload, start + i * s)
+                _write(t["element"], x, payload, start + i * s, root, "%s[%d]" % (f["name"], i))
     header = MAGIC + struct.pack("<HHIIQ", FORMAT_VERSION, 0, len(payload), 0, fp)
     return bytes(header) + bytes(payload)
 
