@@ -66,13 +66,13 @@ print(json.dumps({"seconds": secs, "rss_mb": resource.getrusage(resource.RUSAGE_
 COMPILE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[3])
-import jax, jax.extend.backend, jaxlib
+import jax, jax.extend.backend
 from customop.xla import Library
 Library(sys.argv[2]).register()
 text = open(sys.argv[1]).read()
 backend = jax.extend.backend.get_backend("cpu")
 t = time.perf_counter()
-backend.compile_and_load(text, backend.local_devices()[:1], jaxlib._jax.CompileOptions())
+backend.compile_and_load(text, backend.local_devices()[:1])
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
@@ -112,7 +112,6 @@ def execution_overhead(iterations=2000):
     import numpy as np
     import jax
     import jax.extend.backend
-    import jaxlib
     from customop.xla import Library
     import ctypes
 
@@ -130,8 +129,8 @@ def execution_overhead(iterations=2000):
     exes = {}
     for name, target in [("customop (Rust handler)", "my_custom_library.custom_op_external"),
                          ("hand-written C handler", "customop_floor.seed")]:
-        exes[name] = backend.compile_and_load(text.replace("my_custom_library.custom_op_external", target),
-                                              [dev], jaxlib._jax.CompileOptions())
+        exes[name] = backend.compile_and_load(
+            text.replace("my_custom_library.custom_op_external", target), [dev])
         for _ in range(300):
             exes[name].execute([x, b])[0].block_until_ready()
     # Interleaved rounds, best of each: both sides see the same machine state.

@@ -115,11 +115,10 @@ def _from_numpy(array):
 def compile_text(text):
     import jax
     import jax.extend.backend
-    import jaxlib
 
     backend = jax.extend.backend.get_backend("cpu")
     device = backend.local_devices()[0]
-    return backend, device, backend.compile_and_load(text, [device], jaxlib._jax.CompileOptions())
+    return backend, device, backend.compile_and_load(text, [device])
 
 
 def call_probes(probes):
