@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what customop's demo and tests need, idempotently:
 #   - Debian's LLVM/MLIR 22 packages (melior links MLIR statically),
-#   - a Python venv with pinned jax/jaxlib for the XLA harness, in target/xla-venv,
+#   - a Python venv with pinned jax/jaxlib for the XLA harness, kept in a cache outside the
+#     clone (${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/customop}/xla-venv-<requirements
+#     hash>, so that every clone and CI run on the machine reuses it) and linked as
+#     target/xla-venv,
 #   - mdbook at a pinned version, for the book.
 # Each step checks first and does nothing when its part is already there.
 set -euo pipefail
@@ -10,8 +13,10 @@ cd "$(dirname "$0")/.."
 MDBOOK_VERSION=0.4.52
 APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev libclang-22-dev libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev)
-VENV=target/xla-venv
 REQ=tests/xla/requirements.txt
+CACHE="${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/customop}"
+VENV="$CACHE/xla-venv-$(sha256sum "$REQ" | cut -c1-16)"
+LINK=target/xla-venv
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -66,10 +71,15 @@ if ! venv_ok; then
   fi
   say "creating $VENV with $base ($("$base" --version 2>&1))"
   rm -rf "$VENV"
-  mkdir -p target
+  mkdir -p "$CACHE"
   "$base" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
-  cp "$REQ" "$VENV/.requirements"
+  cp "$REQ" "$VENV/.requirements"   # written last: marks the venv complete
+fi
+mkdir -p target
+if [ "$(readlink "$LINK" 2>/dev/null)" != "$VENV" ]; then
+  rm -rf "$LINK"
+  ln -s "$VENV" "$LINK"
 fi
 
 # --- mdbook ----------------------------------------------------------------------------------
