@@ -75,8 +75,11 @@ fn bench(c: &mut Criterion) {
         future: null_mut(),
     };
     // The handler writes through the frame's pointers: check once that it worked.
-    let err =
-        k::custom_op_external::customop_handler_my_custom_library_custom_op_external(&mut frame);
+    // SAFETY: `frame` is a complete typed-FFI call frame whose pointers stay valid while the
+    // handler runs (every buffer and array above outlives the benchmark).
+    let err = unsafe {
+        k::custom_op_external::customop_handler_my_custom_library_custom_op_external(&mut frame)
+    };
     assert!(err.is_null());
     let mut direct = [0i8; 3];
     k::custom_op_external(
@@ -91,11 +94,12 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("seed-op-call");
     g.bench_function("generated handler (synthetic frame)", |b| {
         b.iter(|| {
-            black_box(
+            // SAFETY: as above: the frame and everything it points at outlive the call.
+            black_box(unsafe {
                 k::custom_op_external::customop_handler_my_custom_library_custom_op_external(
                     black_box(&mut frame),
-                ),
-            )
+                )
+            })
         })
     });
     let dims_x = [3i64, 3];

@@ -7,6 +7,7 @@ extern crate self as customop;
 
 pub mod descriptor;
 pub mod ffi;
+pub mod plan;
 pub mod schema;
 pub mod tensor;
 pub mod types;
@@ -71,6 +72,7 @@ pub mod __private {
     pub use crate::lower;
     #[cfg(feature = "mlir")]
     pub use crate::op_support;
+    pub use crate::plan::{OpDef, partition_rule, updated_external};
     pub use crate::schema;
     pub use crate::tensor;
     pub use crate::types;

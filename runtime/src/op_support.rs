@@ -1,69 +1,96 @@
 //! Helpers that `#[custom_op]`'s generated lowerings call (through `__private`).
 
+pub use crate::lower::call_op;
+
 use crate::descriptor::Descriptor;
-use crate::lower::{Attr, BuildError, Value};
-use crate::types::{ElementType, TensorType};
+use crate::lower::{Attr, BuildError, Desc, Value};
+use crate::types::Element;
 
-/// Checks a tensor operand's element type and (when the signature fixes it) rank.
-pub fn check_operand(
-    op: &str,
-    param: &str,
-    v: &Value,
-    element: ElementType,
-    rank: Option<usize>,
-) -> Result<(), BuildError> {
-    if v.element() != element {
-        return Err(BuildError::new(format!(
-            "{op}: parameter `{param}` takes a tensor of {element}, got {}",
-            v.ty()
-        )));
+/// The results of [`call_op`](crate::lower::call_op), taken in order by a generated `call`: a
+/// [`Value`] for a tensor output, a [`Desc`] for an opaque result or an updated external.
+#[derive(Debug)]
+pub struct Results(std::vec::IntoIter<Value>);
+
+impl Results {
+    /// The results `call_op` returned.
+    pub fn new(values: Vec<Value>) -> Results {
+        Results(values.into_iter())
     }
-    if let Some(r) = rank
-        && v.ty().rank() != r
-    {
-        return Err(BuildError::new(format!(
-            "{op}: parameter `{param}` takes a rank-{r} tensor, got {}",
-            v.ty()
-        )));
+
+    fn next(&mut self) -> Result<Value, BuildError> {
+        self.0
+            .next()
+            .ok_or_else(|| BuildError::new("custom_call made too few results"))
     }
-    Ok(())
+
+    /// The next result, a tensor.
+    pub fn value(&mut self) -> Result<Value, BuildError> {
+        self.next()
+    }
+
+    /// The next result, the packed bytes of a `T` (the op's schema says which results are).
+    pub fn desc<T: Descriptor>(&mut self) -> Result<Desc<T>, BuildError> {
+        self.next().map(Desc::wrap)
+    }
 }
 
-/// Dimension `dim` of tensor parameter `param`, for an output's shape rule.
-pub fn dim_of(
-    op: &str,
-    output: &str,
-    param: &str,
-    v: &Value,
-    dim: usize,
-) -> Result<i64, BuildError> {
-    v.shape().get(dim).copied().ok_or_else(|| {
-        BuildError::new(format!(
-            "{op}: the shape of output `{output}` takes dimension {dim} of `{param}`, but `{param}` is {}",
-            v.ty()
-        ))
-    })
+/// The value of a `#[attr]` parameter as a `backend_config` entry: scalars and `bool` typed,
+/// `&str` and descriptors (packed, wire format v1) as strings, `&[T]` as `array<T: ...>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an attribute of a custom op",
+    label = "not an attribute type",
+    note = "attributes are bool, i8..i64, u8..u64, f32, f64, `&str`, `&[T]` of i8..i64, f32 or \
+            f64, or `&T` of a descriptor"
+)]
+pub trait IntoAttr {
+    /// The attribute.
+    fn into_attr(self) -> Attr;
 }
 
-/// The tensor type of an output with element type `element` and `shape`.
-pub fn output_type(
-    op: &str,
-    output: &str,
-    element: ElementType,
-    shape: Vec<i64>,
-) -> Result<TensorType, BuildError> {
-    TensorType::new(element, shape)
-        .map_err(|e| BuildError::new(format!("{op}: output `{output}`: {e}")))
+impl IntoAttr for bool {
+    fn into_attr(self) -> Attr {
+        Attr::Bool(self)
+    }
 }
 
-/// The `tensor<Nxui8>` type that holds a packed `T` (fixed layouts only).
-pub fn descriptor_type<T: Descriptor>(op: &str, what: &str) -> Result<TensorType, BuildError> {
-    match T::PACKED_SIZE {
-        Some(n) => Ok(TensorType::from_parts(ElementType::U8, vec![n as i64])),
-        None => Err(BuildError::new(format!(
-            "{op}: {what} `{}` has variable-length tails; as a tensor it needs a fixed packed size",
-            T::NAME
-        ))),
+impl IntoAttr for f32 {
+    fn into_attr(self) -> Attr {
+        Attr::F32(self)
+    }
+}
+
+impl IntoAttr for f64 {
+    fn into_attr(self) -> Attr {
+        Attr::F64(self)
+    }
+}
+
+macro_rules! int_attr {
+    ($($t:ty),*) => {$(
+        impl IntoAttr for $t {
+            fn into_attr(self) -> Attr {
+                Attr::Int(i128::from(self), <$t as Element>::ELEMENT_TYPE.mlir_name())
+            }
+        }
+    )*};
+}
+int_attr!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl IntoAttr for &str {
+    fn into_attr(self) -> Attr {
+        Attr::Str(self.as_bytes().to_vec())
+    }
+}
+
+impl<T: ArrayElement> IntoAttr for &[T] {
+    fn into_attr(self) -> Attr {
+        array_attr(self)
+    }
+}
+
+impl<T: Descriptor> IntoAttr for &T {
+    fn into_attr(self) -> Attr {
+        Attr::Str(self.pack())
     }
 }
 

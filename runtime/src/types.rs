@@ -142,6 +142,12 @@ impl fmt::Display for ElementType {
 }
 
 /// A Rust scalar type that has an [`ElementType`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor element type",
+    label = "not an element type",
+    note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32 and f64 (or an \
+            alias of one)"
+)]
 pub trait Element: Copy + 'static {
     /// The element type of this Rust type.
     const ELEMENT_TYPE: ElementType;

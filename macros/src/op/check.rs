@@ -1,6 +1,6 @@
 //! The rules of a custom op, all checked (and every error collected) before expansion.
 
-use super::model::{AttrKind, Dim, Kind, Op, Ret, Shape};
+use super::model::{Dim, Kind, Op, Ret, Shape};
 use super::parse::ItemFn;
 use crate::ctxt::Ctxt;
 
@@ -59,7 +59,8 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
             ),
         ));
     }
-    if op.target.is_empty() {
+    // Without a name there is no default target: only the missing name is reported.
+    if op.target.is_empty() && !op.name.is_empty() {
         cx.syn_error(syn::Error::new(
             proc_macro2::Span::call_site(),
             "the target must not be empty",
@@ -80,67 +81,70 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
     for p in &op.params {
         match &p.kind {
             Kind::Invalid(span, message) => cx.syn_error(syn::Error::new(*span, message)),
-            Kind::Tensor { elem, .. } => check_elem(cx, elem),
+            Kind::Tensor { .. } => {}
             Kind::Output {
-                elem,
                 rank,
                 shape,
                 out_span,
-            } => {
-                check_elem(cx, elem);
-                match shape {
-                    None => cx.syn_error(syn::Error::new(
-                        *out_span,
-                        format!(
-                            "output `{}` needs a shape rule: `#[out(shape = x)]` (the shape of input \
+                ..
+            } => match shape {
+                None => cx.syn_error(syn::Error::new(
+                    *out_span,
+                    format!(
+                        "output `{}` needs a shape rule: `#[out(shape = x)]` (the shape of input \
                              `x`) or `#[out(shape = [x.dim(0), 4])]`",
-                            p.ident
-                        ),
-                    )),
-                    Some(Shape::Of(src)) => {
-                        if let Some(r) = check_source(cx, op, src, &names) {
-                            if let (Some(r), Some(want)) = (r, rank)
-                                && r != *want
-                            {
-                                cx.error_spanned_by(
-                                    src,
-                                    format!("`{src}` has rank {r}, but output `{}` has rank {want}", p.ident),
-                                );
-                            }
-                        }
-                    }
-                    Some(Shape::Dims(dims)) => {
-                        if let Some(want) = rank
-                            && dims.len() != *want
+                        p.ident
+                    ),
+                )),
+                Some(Shape::Of(src)) => {
+                    if let Some(r) = check_source(cx, op, src, &names) {
+                        if let (Some(r), Some(want)) = (r, rank)
+                            && r != *want
                         {
                             cx.error_spanned_by(
-                                p.ty,
-                                format!("output `{}` has rank {want}, but its shape rule has {} dimensions", p.ident, dims.len()),
+                                src,
+                                format!(
+                                    "`{src}` has rank {r}, but output `{}` has rank {want}",
+                                    p.ident
+                                ),
                             );
                         }
-                        for d in dims {
-                            match d {
-                                Dim::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
-                                    *out_span,
-                                    "dimension sizes cannot be negative",
-                                )),
-                                Dim::Const(_) => {}
-                                Dim::Of(src, dim, span) => {
-                                    if let Some(Some(r)) = check_source(cx, op, src, &names)
-                                        && *dim >= r
-                                    {
-                                        cx.syn_error(syn::Error::new(
-                                            *span,
-                                            format!("`{src}` has rank {r}: it has no dimension {dim}"),
-                                        ));
-                                    }
+                    }
+                }
+                Some(Shape::Dims(dims)) => {
+                    if let Some(want) = rank
+                        && dims.len() != *want
+                    {
+                        cx.error_spanned_by(
+                            p.ty,
+                            format!(
+                                "output `{}` has rank {want}, but its shape rule has {} dimensions",
+                                p.ident,
+                                dims.len()
+                            ),
+                        );
+                    }
+                    for d in dims {
+                        match d {
+                            Dim::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
+                                *out_span,
+                                "dimension sizes cannot be negative",
+                            )),
+                            Dim::Const(_) => {}
+                            Dim::Of(src, dim, span) => {
+                                if let Some(Some(r)) = check_source(cx, op, src, &names)
+                                    && *dim >= r
+                                {
+                                    cx.syn_error(syn::Error::new(
+                                        *span,
+                                        format!("`{src}` has rank {r}: it has no dimension {dim}"),
+                                    ));
                                 }
                             }
                         }
                     }
                 }
-            }
-            Kind::Attr(AttrKind::Scalar(e) | AttrKind::Array(e)) => check_elem(cx, e),
+            },
             Kind::Attr(_) | Kind::External { .. } => {}
         }
     }
@@ -309,18 +313,6 @@ fn valid_name(name: &str) -> bool {
             matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
                 && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
         })
-}
-
-fn check_elem(cx: &mut Ctxt, e: &super::model::Elem) {
-    if e.variant().is_none() {
-        cx.syn_error(syn::Error::new(
-            e.span,
-            format!(
-                "`{}` is not a tensor element type: use bool, i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64",
-                e.name
-            ),
-        ));
-    }
 }
 
 /// Checks that a shape rule's source is a tensor input; returns its declared rank (`Some(None)`

@@ -27,35 +27,12 @@ pub(crate) struct Param<'a> {
     pub(crate) kind: Kind<'a>,
 }
 
-/// A scalar element type named in the signature (`f32`, `i8`, ...).
+/// The element type of a tensor parameter, as the user wrote it (`f32`, or an alias of it):
+/// the schema takes its `ElementType` from the `Element` trait, so the macro keeps no table of
+/// element types.
 #[derive(Clone)]
-pub(crate) struct Elem {
-    pub(crate) name: String,
-    pub(crate) span: Span,
-}
-
-impl Elem {
-    pub(crate) const SUPPORTED: &'static [(&'static str, &'static str)] = &[
-        ("bool", "Bool"),
-        ("i8", "I8"),
-        ("i16", "I16"),
-        ("i32", "I32"),
-        ("i64", "I64"),
-        ("u8", "U8"),
-        ("u16", "U16"),
-        ("u32", "U32"),
-        ("u64", "U64"),
-        ("f32", "F32"),
-        ("f64", "F64"),
-    ];
-
-    /// The `ElementType` variant, if supported.
-    pub(crate) fn variant(&self) -> Option<&'static str> {
-        Elem::SUPPORTED
-            .iter()
-            .find(|(n, _)| *n == self.name)
-            .map(|(_, v)| *v)
-    }
+pub(crate) struct Elem<'a> {
+    pub(crate) ty: &'a syn::Type,
 }
 
 pub(crate) enum Shape {
@@ -70,20 +47,22 @@ pub(crate) enum Dim {
     Of(syn::Ident, usize, Span),
 }
 
+/// How an attribute parameter is passed. Which types are allowed is the runtime's attribute
+/// traits' business (`AttrValue`, `AttrRef`), not a list here.
 pub(crate) enum AttrKind<'a> {
-    Scalar(Elem),
-    Str,
-    Array(Elem),
-    Descriptor(&'a syn::Type),
+    /// By value: a scalar, `bool`, or a slice `&[T]`; the whole type.
+    Value(&'a syn::Type),
+    /// By reference, `&T` (`&str`, a descriptor): `T`.
+    Ref(&'a syn::Type),
 }
 
 pub(crate) enum Kind<'a> {
     Tensor {
-        elem: Elem,
+        elem: Elem<'a>,
         rank: Option<usize>,
     },
     Output {
-        elem: Elem,
+        elem: Elem<'a>,
         rank: Option<usize>,
         shape: Option<Shape>,
         out_span: Span,
@@ -231,20 +210,9 @@ fn generic_types(seg: &syn::PathSegment) -> Vec<&syn::GenericArgument> {
     }
 }
 
-fn elem_of(ty: &syn::Type) -> Option<Elem> {
-    let seg = last_segment(ty)?;
-    if !matches!(seg.arguments, syn::PathArguments::None) {
-        return None;
-    }
-    Some(Elem {
-        name: seg.ident.to_string(),
-        span: seg.ident.span(),
-    })
-}
-
 /// `TensorRef<'_, T>` / `TensorRef<'_, T, 2>` (and the same for `TensorMut`): the element and
 /// the optional rank.
-fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem, Option<usize>), (Span, String)> {
+fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem<'_>, Option<usize>), (Span, String)> {
     let args = generic_types(seg);
     let kind = seg.ident.to_string();
     let bad = || {
@@ -256,7 +224,7 @@ fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem, Option<usize>), (Span, 
         )
     };
     let elem = match args.first() {
-        Some(syn::GenericArgument::Type(t)) => elem_of(t).ok_or_else(bad)?,
+        Some(syn::GenericArgument::Type(ty)) => Elem { ty },
         _ => return Err(bad()),
     };
     let rank = match args.get(1) {
@@ -353,40 +321,16 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
 }
 
 fn classify_attr(ty: &syn::Type) -> Kind<'_> {
-    let unsupported = || {
-        Kind::Invalid(
-            ty.span(),
-            "unsupported attribute type: use bool, an integer or float scalar, `&str`, `&[T]` of \
-             scalars, or `&T` of a descriptor"
-                .into(),
-        )
-    };
     match ty {
-        syn::Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
-            syn::Type::Slice(s) => match elem_of(&s.elem) {
-                Some(e)
-                    if matches!(
-                        e.name.as_str(),
-                        "i8" | "i16" | "i32" | "i64" | "f32" | "f64"
-                    ) =>
-                {
-                    Kind::Attr(AttrKind::Array(e))
-                }
-                _ => Kind::Invalid(
-                    s.elem.span(),
-                    "array attributes hold i8, i16, i32, i64, f32 or f64".into(),
-                ),
-            },
-            inner if last_segment(inner).is_some_and(|s| s.ident == "str") => {
-                Kind::Attr(AttrKind::Str)
-            }
-            inner @ syn::Type::Path(_) => Kind::Attr(AttrKind::Descriptor(inner)),
-            _ => unsupported(),
-        },
-        _ => match elem_of(ty) {
-            Some(e) if e.variant().is_some() => Kind::Attr(AttrKind::Scalar(e)),
-            _ => unsupported(),
-        },
+        syn::Type::Reference(r) if r.mutability.is_some() => Kind::Invalid(
+            r.span(),
+            "an attribute is read-only: take it by value or as `&T`, not `&mut T`".into(),
+        ),
+        syn::Type::Reference(r) if matches!(*r.elem, syn::Type::Slice(_)) => {
+            Kind::Attr(AttrKind::Value(ty))
+        }
+        syn::Type::Reference(r) => Kind::Attr(AttrKind::Ref(&r.elem)),
+        _ => Kind::Attr(AttrKind::Value(ty)),
     }
 }
 

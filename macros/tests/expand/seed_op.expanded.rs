@@ -6,7 +6,7 @@ pub fn custom_op_external(
     kernel(blob, x, y)
 }
 ///Companion items of the custom op `my_custom_library::custom_op_external` (target `my_custom_library.custom_op_external`): its schema, its lowering and its XLA handler.
-#[allow(non_snake_case, unused_imports, clippy::all)]
+#[allow(non_snake_case, unused_imports)]
 pub mod custom_op_external {
     use super::*;
     /// The op's name.
@@ -17,82 +17,71 @@ pub mod custom_op_external {
     pub const API_VERSION: u32 = 4u32;
     /// The exported handler's symbol.
     pub const HANDLER_SYMBOL: &str = "customop_handler_my_custom_library_custom_op_external";
-    /// The op's schema.
-    pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
-        static SCHEMA: ::customop::__private::OnceLock<
-            ::customop::__private::schema::OpSchema,
-        > = ::customop::__private::OnceLock::new();
-        SCHEMA
-            .get_or_init(|| ::customop::__private::schema::OpSchema {
-                name: ::customop::__private::ToString::to_string(
-                    "my_custom_library::custom_op_external",
-                ),
-                target: ::customop::__private::ToString::to_string(
-                    "my_custom_library.custom_op_external",
-                ),
-                api_version: 4u32,
-                side_effect: true,
-                params: ::core::convert::From::from([
-                    ::customop::__private::schema::ParamSchema {
-                        name: ::customop::__private::ToString::to_string("blob"),
-                        kind: ::customop::__private::schema::ParamKind::External {
-                            mutable: false,
-                            descriptor: ::core::clone::Clone::clone(
-                                <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
-                            ),
-                        },
+    /// The op's definition: its schema and what the runtime derives from it.
+    #[doc(hidden)]
+    pub fn __def() -> &'static ::customop::__private::OpDef {
+        static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
+        DEF.get_or_init(|| ::customop::__private::OpDef::new(::customop::__private::schema::OpSchema {
+            name: ::customop::__private::ToString::to_string(
+                "my_custom_library::custom_op_external",
+            ),
+            target: ::customop::__private::ToString::to_string(
+                "my_custom_library.custom_op_external",
+            ),
+            api_version: 4u32,
+            side_effect: true,
+            params: ::core::convert::From::from([
+                ::customop::__private::schema::ParamSchema {
+                    name: ::customop::__private::ToString::to_string("blob"),
+                    kind: ::customop::__private::schema::ParamKind::External {
+                        mutable: false,
+                        descriptor: ::core::clone::Clone::clone(
+                            <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
+                        ),
                     },
-                    ::customop::__private::schema::ParamSchema {
-                        name: ::customop::__private::ToString::to_string("x"),
-                        kind: ::customop::__private::schema::ParamKind::Tensor {
-                            dtype: ::customop::__private::types::ElementType::F32,
-                            rank: ::core::option::Option::Some(2usize),
-                        },
+                },
+                ::customop::__private::schema::ParamSchema {
+                    name: ::customop::__private::ToString::to_string("x"),
+                    kind: ::customop::__private::schema::ParamKind::Tensor {
+                        dtype: <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        rank: ::core::option::Option::Some(2usize),
                     },
-                ]),
-                results: ::core::convert::From::from([
-                    ::customop::__private::schema::ResultSchema {
-                        name: ::customop::__private::ToString::to_string("y"),
-                        kind: ::customop::__private::schema::ResultKind::Tensor {
-                            dtype: ::customop::__private::types::ElementType::I8,
-                            shape: ::core::convert::From::from([
-                                ::customop::__private::schema::DimRule::DimOf {
-                                    param: ::customop::__private::ToString::to_string("x"),
-                                    dim: 0usize,
-                                },
-                            ]),
-                        },
+                },
+            ]),
+            results: ::core::convert::From::from([
+                ::customop::__private::schema::ResultSchema {
+                    name: ::customop::__private::ToString::to_string("y"),
+                    kind: ::customop::__private::schema::ResultKind::Tensor {
+                        dtype: <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        shape: ::core::convert::From::from([
+                            ::customop::__private::schema::DimRule::DimOf {
+                                param: ::customop::__private::ToString::to_string("x"),
+                                dim: 0usize,
+                            },
+                        ]),
                     },
-                ]),
-                partition: ::core::option::Option::Some(::customop::__private::schema::PartitionRule {
-                    factors: ::core::convert::From::from([
-                        ::customop::__private::ToString::to_string("rows"),
-                    ]),
-                    operands: ::core::convert::From::from([
-                        ::customop::__private::schema::FactorDims {
-                            name: ::customop::__private::ToString::to_string("x"),
-                            index: 1usize,
-                            dims: ::core::convert::From::from([
+                },
+            ]),
+            partition: ::core::option::Option::Some(
+                ::customop::__private::partition_rule(
+                    ::core::convert::From::from([
+                        (
+                            "x",
+                            ::core::convert::From::from([
                                 ::core::option::Option::Some(
                                     ::customop::__private::ToString::to_string("rows"),
                                 ),
                                 ::core::option::Option::None,
                             ]),
-                        },
+                        ),
                     ]),
-                    results: ::core::convert::From::from([
-                        ::customop::__private::schema::FactorDims {
-                            name: ::customop::__private::ToString::to_string("y"),
-                            index: 0usize,
-                            dims: ::core::convert::From::from([
-                                ::core::option::Option::Some(
-                                    ::customop::__private::ToString::to_string("rows"),
-                                ),
-                            ]),
-                        },
-                    ]),
-                }),
-            })
+                ),
+            ),
+        }))
+    }
+    /// The op's schema.
+    pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
+        __def().schema()
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
     pub fn schema_string() -> ::customop::__private::String {
@@ -109,60 +98,27 @@ pub mod custom_op_external {
         & ::customop::__private::lower::Desc < Blob >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
         ::customop::__private::lower::Value, ::customop::__private::lower::BuildError > {
-        ::customop::__private::op_support::check_operand(NAME, "x", x,
-        ::customop::__private::types::ElementType::F32,
-        ::core::option::Option::Some(2usize)) ?; let __result_types :
-        ::customop::__private::Vec < ::customop::__private::types::TensorType > =
-        ::core::convert::From::from([::customop::__private::op_support::output_type(NAME,
-        "y", ::customop::__private::types::ElementType::I8,
-        ::core::convert::From::from([::customop::__private::op_support::dim_of(NAME, "y",
-        "x", x, 0usize) ?])) ?]); let __operands : ::customop::__private::Vec < &
-        ::customop::__private::lower::Value > = ::core::convert::From::from([blob
-        .value(), x]); let __aliases : ::customop::__private::Vec < (usize, usize) > =
-        ::core::convert::From::from([]); let __call =
-        ::customop::__private::lower::CustomCall { target : TARGET, operands : &
-        __operands, results : & __result_types, api_version :
-        ::customop::__private::lower::ApiVersion::TypedFfi, backend_config :
-        ::customop::__private::lower::BackendConfig::Dict(::core::convert::From::from([])),
-        has_side_effect : true, output_operand_aliases : & __aliases, partition :
-        schema().partition.as_ref(), }; #[allow(unused_mut, unused_variables)] let mut
-        __values = __f.custom_call(__call) ? .into_iter();
-        ::core::result::Result::Ok(__values.next().ok_or_else(||
-        ::customop::__private::lower::BuildError::new("custom_call made too few results"))
-        ?) }
+        #[allow(unused_mut, unused_variables)] let mut __r =
+        ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
+        __def(), & [blob.value(), x], ::core::convert::From::from([]),) ?); __r.value() }
     }
-    ///The XLA FFI handler of `my_custom_library::custom_op_external` (register it for target `my_custom_library.custom_op_external`).
+    /**The XLA FFI handler of `my_custom_library::custom_op_external` (register it for target `my_custom_library.custom_op_external`).
+
+# Safety
+`frame` must be null or a typed-FFI call frame, valid for the duration of the call, as XLA passes to a handler registered with API version 4.*/
     #[unsafe(no_mangle)]
-    pub extern "C" fn customop_handler_my_custom_library_custom_op_external(
-        __frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
+    pub unsafe extern "C" fn customop_handler_my_custom_library_custom_op_external(
+        frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
     ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error {
         unsafe {
-            ::customop::__private::ffi::handle(
-                __frame,
-                NAME,
-                |__cx| {
-                    __cx.expect_counts(2usize, 1usize)?;
-                    let blob: Blob = __cx.external::<Blob>(0usize, "blob")?;
-                    let x = __cx.tensor_ref::<f32, 2usize>(1usize, "x")?;
-                    let __y_dims: &[i64] = &[
-                        match x.dims().get(0usize) {
-                            ::core::option::Option::Some(d) => *d,
-                            ::core::option::Option::None => {
-                                return ::core::result::Result::Err(
-                                    ::customop::__private::tensor::OpError::invalid_argument(
-                                        "custom op `my_custom_library::custom_op_external`: output `y` takes dimension 0 of `x`, which XLA passed with fewer dimensions",
-                                    ),
-                                );
-                            }
-                        },
-                    ];
-                    let y = __cx
-                        .tensor_mut::<
-                            i8,
-                            { ::customop::__private::tensor::ANY_RANK },
-                        >(0usize, "y", __y_dims)?;
-                    let __result = super::custom_op_external(&blob, x, y);
-                    __result?;
+            ::customop::__private::ffi::run(
+                frame,
+                __def(),
+                |__b| {
+                    let blob = __b.external::<Blob>()?;
+                    let x = __b.input()?;
+                    let y = __b.output()?;
+                    __b.finish(super::custom_op_external(&blob, x, y))?;
                     ::core::result::Result::Ok(())
                 },
             )

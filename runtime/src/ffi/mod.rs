@@ -5,6 +5,9 @@
 //! lives in this module, at the C boundary; everything a kernel sees is checked first.
 
 pub mod abi;
+mod bind;
+
+pub use bind::{AttrRef, AttrValue, Binder, Held, run};
 
 use crate::descriptor::Descriptor;
 use crate::tensor::{ANY_RANK, ErrorCode, OpError, TensorMut, TensorRef};
@@ -55,6 +58,7 @@ struct Raw<'f> {
 }
 
 impl<'f> CallCx<'f> {
+    #[inline]
     fn raw(&self, is_arg: bool, i: usize) -> Result<Raw<'f>, OpError> {
         let (size, types, ptrs, buffer_type, what) = if is_arg {
             let a = &self.frame.args;
@@ -90,6 +94,7 @@ impl<'f> CallCx<'f> {
         })
     }
 
+    #[inline]
     fn element_count(&self, name: &str, dims: &[i64]) -> Result<usize, OpError> {
         let mut n: usize = 1;
         for &d in dims {
@@ -134,6 +139,7 @@ impl<'f> CallCx<'f> {
     }
 
     /// The number of arguments and results XLA passed.
+    #[inline]
     pub fn counts(&self) -> (usize, usize) {
         (
             self.frame.args.size.max(0) as usize,
@@ -142,6 +148,7 @@ impl<'f> CallCx<'f> {
     }
 
     /// Checks the numbers of arguments and results against the schema.
+    #[inline]
     pub fn expect_counts(&self, args: usize, rets: usize) -> Result<(), OpError> {
         let (a, r) = self.counts();
         if (a, r) != (args, rets) {
@@ -187,6 +194,7 @@ impl<'f> CallCx<'f> {
         })
     }
 
+    #[inline]
     fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
         if i >= 64 {
             return Err(op_err(self.op, "more than 64 results are not supported"));
@@ -210,17 +218,39 @@ impl<'f> CallCx<'f> {
         name: &str,
         dims: &[i64],
     ) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        self.output_view(i, name, |got| got == dims, || Ok(dims.to_vec()))
+    }
+
+    /// Dimensions of argument `i` (empty when there is no such buffer: the shape checks then
+    /// fail, and binding the argument itself reports why).
+    #[inline]
+    fn arg_dims(&self, i: usize) -> &'f [i64] {
+        self.raw(true, i).map_or(&[], |r| r.dims)
+    }
+
+    /// Result `i` as a writable view, after `fits` accepted XLA's dimensions; `expected`
+    /// gives the shape for the error message (only called on a mismatch).
+    fn output_view<T: Element, const RANK: usize>(
+        &self,
+        i: usize,
+        name: &str,
+        fits: impl FnOnce(&[i64]) -> bool,
+        expected: impl FnOnce() -> Result<Vec<i64>, OpError>,
+    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
         let raw = self.raw(false, i)?;
-        let n = self.typed::<T>(&raw, name, dims.len())?;
-        if raw.dims != dims {
+        if !fits(raw.dims) {
+            let want = expected()?;
+            // Element type and rank first, as for an input, then the shape.
+            self.typed::<T>(&raw, name, want.len())?;
             return Err(op_err(
                 self.op,
                 format!(
-                    "output `{name}`: expected shape {dims:?}, XLA passed {:?}",
+                    "output `{name}`: expected shape {want:?}, XLA passed {:?}",
                     raw.dims
                 ),
             ));
         }
+        let n = self.typed::<T>(&raw, name, raw.dims.len())?;
         let bytes = n * core::mem::size_of::<T>();
         let start = raw.data as usize;
         for (a, len) in self.arg_ranges() {

@@ -13,10 +13,12 @@
 
 pub(crate) mod attr;
 mod emit;
+mod op_call;
 mod ops;
 mod sharding;
 
 pub use attr::Attr;
+pub use op_call::call_op;
 pub use ops::{Compare, ConstantElement, DotDims};
 pub use sharding::{Mesh, Sharding};
 
@@ -171,10 +173,9 @@ impl<T> Desc<T> {
         &self.value
     }
 
-    /// Wraps a value that holds a packed `T` (generated lowerings do this for opaque results;
-    /// the caller vouches for the bytes' type).
-    #[doc(hidden)]
-    pub fn from_value_unchecked(value: Value) -> Self {
+    /// Wraps a value that holds a packed `T` (an op's opaque result or updated external, as
+    /// its schema says; the caller vouches for the bytes' type).
+    pub(crate) fn wrap(value: Value) -> Self {
         Desc {
             value,
             _descriptor: PhantomData,

@@ -1,0 +1,345 @@
+//! Binding a call frame to a kernel's parameters, as the op's [`Plan`] says: a generated
+//! handler asks for its parameters in declaration order (`input`, `external`, `attr`, `output`,
+//! ...) and the binder knows, from the schema alone, which operand, attribute or result each one
+//! is and what shape each output must have.
+
+use super::{CallCx, NotBool, handle, op_err};
+use crate::descriptor::Descriptor;
+use crate::plan::{OpDef, Plan, ResultPlan, Slot};
+use crate::schema::{AttrType, OpSchema, ParamKind};
+use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
+use crate::types::Element;
+use core::cell::Cell;
+
+/// Hands a kernel's parameters out of one call frame, in the order the op declares them.
+pub struct Binder<'c, 'f> {
+    cx: &'c CallCx<'f>,
+    schema: &'f OpSchema,
+    plan: &'f Plan,
+    /// The next schema parameter to bind.
+    param: Cell<usize>,
+    /// The next result to bind (tensor outputs first, then an opaque result, then updated
+    /// externals, as the plan orders them).
+    result: Cell<usize>,
+}
+
+impl core::fmt::Debug for Binder<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Binder")
+            .field("op", &self.schema.name)
+            .field("param", &self.param.get())
+            .field("result", &self.result.get())
+            .finish()
+    }
+}
+
+/// Runs a generated handler's `body` on `frame` for the op `def`: answers XLA's probe, checks
+/// the operand and result counts against the plan, and maps a kernel error or panic to an XLA
+/// error (see [`handle`]).
+///
+/// # Safety
+/// `frame` must be null or the call frame XLA passes to a typed-FFI handler, valid for the
+/// duration of this call.
+#[inline]
+pub unsafe fn run(
+    frame: *mut super::abi::XLA_FFI_CallFrame,
+    def: &'static OpDef,
+    body: impl FnOnce(&Binder<'_, '_>) -> Result<(), OpError>,
+) -> *mut super::abi::XLA_FFI_Error {
+    let schema = def.schema();
+    let op: &'static str = &schema.name;
+    let body = |cx: &CallCx<'_>| {
+        let plan = def.plan().map_err(|e| op_err(op, e))?;
+        cx.expect_counts(plan.operands, plan.results.len())?;
+        body(&Binder {
+            cx,
+            schema,
+            plan,
+            param: Cell::new(0),
+            result: Cell::new(0),
+        })
+    };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { handle(frame, op, body) }
+}
+
+/// What a generated handler binds a parameter as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Tensor,
+    External,
+    Attribute,
+}
+
+impl Want {
+    fn what(self) -> &'static str {
+        match self {
+            Want::Tensor => "a tensor",
+            Want::External => "an external",
+            Want::Attribute => "an attribute",
+        }
+    }
+}
+
+impl<'c, 'f> Binder<'c, 'f> {
+    /// The next parameter, which must be of the kind `want` says: its name and slot.
+    #[inline]
+    fn next_param(&self, want: Want) -> Result<(&'f str, Slot), OpError> {
+        let i = self.param.get();
+        self.param.set(i + 1);
+        match (self.schema.params.get(i), self.plan.params.get(i)) {
+            (Some(p), Some(&slot)) => {
+                let fits = match p.kind {
+                    ParamKind::Tensor { .. } => want == Want::Tensor,
+                    ParamKind::External { .. } => want == Want::External,
+                    ParamKind::Attribute { .. } => want == Want::Attribute,
+                };
+                if fits {
+                    Ok((&p.name, slot))
+                } else {
+                    Err(self.mismatch(&p.name, want.what()))
+                }
+            }
+            _ => Err(self.beyond("parameter", i, self.schema.params.len())),
+        }
+    }
+
+    #[inline]
+    fn operand(&self, want: Want) -> Result<(&'f str, usize), OpError> {
+        match self.next_param(want)? {
+            (name, Slot::Operand(o)) => Ok((name, o)),
+            (name, Slot::Attribute(_)) => Err(self.mismatch(name, want.what())),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn mismatch(&self, name: &str, want: &str) -> OpError {
+        op_err(
+            &self.schema.name,
+            format!("the handler binds `{name}` as {want}, which the schema does not say"),
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn beyond(&self, what: &str, i: usize, n: usize) -> OpError {
+        op_err(
+            &self.schema.name,
+            format!("the handler asks for {what} {i}, the schema has {n}"),
+        )
+    }
+
+    /// The next parameter, a tensor input, as a read-only view (dtype and rank checked).
+    pub fn input<T: Element, const RANK: usize>(&self) -> Result<TensorRef<'f, T, RANK>, OpError> {
+        let (name, o) = self.operand(Want::Tensor)?;
+        self.cx.tensor_ref(o, name)
+    }
+
+    /// The next parameter, an external, unpacked with full validation.
+    pub fn external<T: Descriptor>(&self) -> Result<T, OpError> {
+        let (name, o) = self.operand(Want::External)?;
+        self.cx.external(o, name)
+    }
+
+    /// The next parameter, an attribute by value (a scalar, `bool`, or `&[T]`).
+    pub fn attr<V: AttrValue<'f>>(&self) -> Result<V, OpError> {
+        let (name, _) = self.next_param(Want::Attribute)?;
+        V::decode(self.cx, name)
+    }
+
+    /// The next parameter, an attribute taken by reference (`&str` or `&T` of a descriptor):
+    /// what the kernel's reference points at.
+    pub fn attr_ref<V: AttrRef<'f> + ?Sized>(&self) -> Result<V::Held, OpError> {
+        let (name, _) = self.next_param(Want::Attribute)?;
+        V::decode(self.cx, name)
+    }
+
+    #[inline]
+    fn next_result(&self) -> Result<(usize, &'f ResultPlan, &'f str), OpError> {
+        let i = self.result.get();
+        self.result.set(i + 1);
+        match (self.plan.results.get(i), self.schema.results.get(i)) {
+            (Some(r), Some(s)) => Ok((i, r, &s.name)),
+            _ => Err(self.beyond("result", i, self.schema.results.len())),
+        }
+    }
+
+    /// The next output, a writable view whose shape XLA must have passed as the output's shape
+    /// rule says.
+    pub fn output<T: Element, const RANK: usize>(&self) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        let (i, r, name) = self.next_result()?;
+        let ResultPlan::Tensor { shape, .. } = r else {
+            return Err(self.mismatch(name, "an output"));
+        };
+        let dims = |o: usize| self.cx.arg_dims(o);
+        self.cx.output_view(
+            i,
+            name,
+            |got| shape.matches(got, dims),
+            || {
+                shape.eval(dims).map_err(|(o, d)| {
+                    let param = self
+                        .plan
+                        .operand_params
+                        .get(o)
+                        .and_then(|&p| self.schema.params.get(p))
+                        .map_or("?", |p| p.name.as_str());
+                    op_err(
+                        &self.schema.name,
+                        format!(
+                            "output `{name}` takes dimension {d} of `{param}`, which XLA passed \
+                             with fewer dimensions"
+                        ),
+                    )
+                })
+            },
+        )
+    }
+
+    /// Ends the call: takes the kernel's result, and for an `Opaque<T>` writes `T`'s packed
+    /// bytes to the opaque result.
+    pub fn finish<R: KernelResult>(&self, result: Result<R, OpError>) -> Result<(), OpError> {
+        result?.write(self)
+    }
+
+    /// Writes the new value of the next `&mut` external to its result (aliased to its
+    /// operand).
+    pub fn write_back<T: Descriptor>(&self, value: &T) -> Result<(), OpError> {
+        let (i, r, name) = self.next_result()?;
+        if !matches!(r, ResultPlan::Updated { .. }) {
+            return Err(self.mismatch(name, "an updated external"));
+        }
+        self.cx.write_descriptor(i, name, value)
+    }
+}
+
+/// What a kernel returns on success: `()` or an [`Opaque<T>`].
+pub trait KernelResult {
+    /// Writes what there is to write.
+    fn write(self, b: &Binder<'_, '_>) -> Result<(), OpError>;
+}
+
+impl KernelResult for () {
+    fn write(self, _: &Binder<'_, '_>) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+impl<T: Descriptor> KernelResult for Opaque<T> {
+    fn write(self, b: &Binder<'_, '_>) -> Result<(), OpError> {
+        let (i, r, name) = b.next_result()?;
+        if !matches!(r, ResultPlan::Opaque { .. }) {
+            return Err(b.mismatch(name, "an opaque result"));
+        }
+        b.cx.write_descriptor(i, name, &self.0)
+    }
+}
+
+/// A type that a `#[attr]` parameter can have by value: `bool`, an integer or float scalar, or
+/// `&[T]` of scalars. Gives the schema's attribute type and reads the value from XLA's
+/// attributes, checking its type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an attribute of a custom op",
+    label = "not an attribute type",
+    note = "attributes are bool, i8..i64, u8..u64, f32, f64, `&str`, `&[T]` of i8..i64, f32 or \
+            f64, or `&T` of a descriptor"
+)]
+pub trait AttrValue<'f>: Sized {
+    /// The schema's attribute type.
+    fn attr_type() -> AttrType;
+    /// Reads attribute `name` of this type from the call.
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError>;
+}
+
+macro_rules! scalar_attr {
+    ($($t:ty),*) => {$(
+        impl<'f> AttrValue<'f> for $t {
+            fn attr_type() -> AttrType {
+                AttrType::Scalar { dtype: <$t as Element>::ELEMENT_TYPE }
+            }
+            fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
+                cx.attr_scalar::<$t>(name)
+            }
+        }
+    )*};
+}
+scalar_attr!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+impl<'f> AttrValue<'f> for bool {
+    fn attr_type() -> AttrType {
+        AttrType::Bool
+    }
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
+        cx.attr_bool(name)
+    }
+}
+
+/// The element types of array attributes.
+pub trait ArrayAttrElement: Element + NotBool {}
+macro_rules! array_attr_element {
+    ($($t:ty),*) => {$(impl ArrayAttrElement for $t {})*};
+}
+array_attr_element!(i8, i16, i32, i64, f32, f64);
+
+impl<'f, T: ArrayAttrElement> AttrValue<'f> for &'f [T] {
+    fn attr_type() -> AttrType {
+        AttrType::Array {
+            dtype: T::ELEMENT_TYPE,
+        }
+    }
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
+        cx.attr_array::<T>(name)
+    }
+}
+
+/// A type that a `#[attr]` parameter can point at, `&V`: `str`, or a descriptor (packed into
+/// the attribute, unpacked with full validation). `Held` is what the handler keeps for the
+/// kernel's reference.
+#[diagnostic::on_unimplemented(
+    message = "`&{Self}` cannot be an attribute of a custom op",
+    label = "neither `str` nor a descriptor",
+    note = "a reference attribute is `&str` or `&T` with `T: Descriptor` (add \
+            `#[derive(Descriptor)]` to `{Self}`)"
+)]
+pub trait AttrRef<'f> {
+    /// What the handler holds.
+    type Held: core::ops::Deref<Target = Self>;
+    /// The schema's attribute type.
+    fn attr_type() -> AttrType;
+    /// Reads attribute `name` from the call.
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self::Held, OpError>;
+}
+
+impl<'f> AttrRef<'f> for str {
+    type Held = &'f str;
+    fn attr_type() -> AttrType {
+        AttrType::Str
+    }
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<&'f str, OpError> {
+        cx.attr_str(name)
+    }
+}
+
+/// A descriptor the handler unpacked, for a kernel's `&T` attribute.
+#[derive(Debug)]
+pub struct Held<T>(T);
+
+impl<T> core::ops::Deref for Held<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'f, T: Descriptor> AttrRef<'f> for T {
+    type Held = Held<T>;
+    fn attr_type() -> AttrType {
+        AttrType::Descriptor {
+            descriptor: T::layout().clone(),
+        }
+    }
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Held<T>, OpError> {
+        cx.attr_descriptor::<T>(name).map(Held)
+    }
+}
