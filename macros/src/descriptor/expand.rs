@@ -29,23 +29,36 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
     let n_fixed = fixed.len();
     let has_tails = fixed.len() != fields.len();
 
-    // `(SIZE, ALIGN)` of each fixed field, spanned at its type so that a type that is not a
-    // descriptor field is reported there.
-    let sizes = fixed.iter().map(|f| {
-        let ty = f.ty;
-        quote_spanned! {ty.span()=>
-            (<#ty as #de::Wire>::SIZE, <#ty as #de::Wire>::ALIGN)
-        }
-    });
-    // Tail element types must be fixed-layout: the same spanned bound.
-    let tail_bounds = fields.iter().filter_map(|f| match &f.kind {
-        FieldType::VecTail(elem, _) => Some(quote_spanned! {elem.span()=>
-            let _ = <#elem as #de::Wire>::SIZE;
-        }),
-        _ => None,
-    });
+    // `(SIZE, ALIGN)` of each fixed field.
+    let sizes: Vec<TokenStream> = fixed
+        .iter()
+        .map(|f| {
+            let ty = f.ty;
+            quote!((<#ty as #de::Wire>::SIZE, <#ty as #de::Wire>::ALIGN))
+        })
+        .collect();
+    let layout = quote!(#h::layout_offsets::<#n_fixed>([#(#sizes),*]));
+    // Every fixed field type and tail element type must be a descriptor field: one `where`
+    // bound each, spanned at the type. A bound that does not hold is then reported once, there,
+    // and not again at every use of the type inside the impls.
+    // (The trait's path is re-spanned too: a predicate whose tokens come from the user and from
+    // the macro would be reported at the derive.)
+    let bound = |ty: &syn::Type| {
+        let wire = respan(quote!(#de::Wire), ty.span());
+        quote!(#ty: #wire)
+    };
+    let bounds: Vec<TokenStream> = fields
+        .iter()
+        .filter_map(|f| match &f.kind {
+            FieldType::VecTail(elem, _) => Some(bound(elem)),
+            FieldType::StringTail => None,
+            _ => Some(bound(f.ty)),
+        })
+        .collect();
+    let where_clause = quote!(where #(#bounds),*);
 
-    let offset = |i: usize| quote!(__LAYOUT.0[#i]);
+    let offset = |i: usize| quote!(<Self as #de::Descriptor>::__OFFSETS[#i]);
+    let fixed_size = quote!(<Self as #de::Descriptor>::FIXED_SIZE);
     let field_layouts = fields.iter().map(|f| {
         let fname = f.ident.to_string();
         let ty = f.ty;
@@ -118,7 +131,7 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
         let end = if i + 1 < n_fixed {
             offset(i + 1)
         } else {
-            quote!(__LAYOUT.1)
+            fixed_size.clone()
         };
         quote_spanned!(ty.span()=> #h::check_zero(__payload, #start + <#ty as #de::Wire>::SIZE, #end)?;)
     });
@@ -153,9 +166,9 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
         TokenStream::new()
     } else {
         quote! {
-            impl #de::Wire for #ident {
-                const SIZE: usize = __LAYOUT.1;
-                const ALIGN: usize = __LAYOUT.2;
+            impl #de::Wire for #ident #where_clause {
+                const SIZE: usize = <Self as #de::Descriptor>::FIXED_SIZE;
+                const ALIGN: usize = <Self as #de::Descriptor>::ALIGN;
                 fn describe() -> #de::TypeLayout {
                     #de::TypeLayout::Struct {
                         layout: #p::Box::new(::core::clone::Clone::clone(
@@ -180,23 +193,20 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
 
     quote! {
         const _: () = {
-            const __LAYOUT: ([usize; #n_fixed], usize, usize) =
-                #h::layout_offsets::<#n_fixed>([#(#sizes),*]);
-            const _: () = { #(#tail_bounds)* };
-
-            impl #de::Descriptor for #ident {
+            impl #de::Descriptor for #ident #where_clause {
                 const NAME: &'static str = #name;
-                const FIXED_SIZE: usize = __LAYOUT.1;
-                const ALIGN: usize = __LAYOUT.2;
+                const FIXED_SIZE: usize = #layout.1;
+                const ALIGN: usize = #layout.2;
                 const HAS_TAILS: bool = #has_tails;
+                const __OFFSETS: &'static [usize] = &#layout.0;
 
                 fn layout() -> &'static #de::Layout {
                     static LAYOUT: #p::OnceLock<#de::Layout> = #p::OnceLock::new();
                     LAYOUT.get_or_init(|| {
                         let __layout = #de::Layout::build(
                             #name,
-                            __LAYOUT.2,
-                            __LAYOUT.1,
+                            <Self as #de::Descriptor>::ALIGN,
+                            <Self as #de::Descriptor>::FIXED_SIZE,
                             <#ident as #de::Descriptor>::PACKED_SIZE,
                             ::core::convert::From::from([#(#field_layouts),*]),
                         );
@@ -207,7 +217,7 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
 
                 fn __payload_len(&self) -> usize {
                     #[allow(unused_mut)]
-                    let mut __at: usize = __LAYOUT.1;
+                    let mut __at: usize = <Self as #de::Descriptor>::FIXED_SIZE;
                     #(#tail_lens)*
                     __at
                 }
@@ -215,7 +225,7 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                 fn __write_payload(&self, __payload: &mut [u8]) {
                     #(#writes_fixed)*
                     #[allow(unused_mut, unused_assignments)]
-                    let mut __at: usize = __LAYOUT.1;
+                    let mut __at: usize = <Self as #de::Descriptor>::FIXED_SIZE;
                     #(#tail_writes)*
                     let _ = __at;
                 }
@@ -224,17 +234,17 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                     __payload: &[u8],
                 ) -> ::core::result::Result<Self, #de::DescriptorError> {
                     let __read = || -> ::core::result::Result<Self, #de::DescriptorError> {
-                        if __payload.len() < __LAYOUT.1 {
+                        if __payload.len() < <Self as #de::Descriptor>::FIXED_SIZE {
                             return ::core::result::Result::Err(#de::DescriptorError::field_error(
                                 #de::ErrorKind::TooShort {
-                                    needed: #de::HEADER_SIZE + __LAYOUT.1,
+                                    needed: #de::HEADER_SIZE + <Self as #de::Descriptor>::FIXED_SIZE,
                                     got: #de::HEADER_SIZE + __payload.len(),
                                 },
                             ));
                         }
                         #(#paddings)*
                         #[allow(unused_mut)]
-                        let mut __at: usize = __LAYOUT.1;
+                        let mut __at: usize = <Self as #de::Descriptor>::FIXED_SIZE;
                         #(#reads)*
                         if __at != __payload.len() {
                             return ::core::result::Result::Err(#de::DescriptorError::field_error(
@@ -253,6 +263,23 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
             #wire_impl
         };
     }
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut inner = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                inner.set_span(span);
+                t = proc_macro2::TokenTree::Group(inner);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
 }
 
 fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {

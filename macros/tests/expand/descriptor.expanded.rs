@@ -1,28 +1,64 @@
 const _: () = {
-    const __LAYOUT: ([usize; 3usize], usize, usize) = ::customop::__private::descriptor::__derive::layout_offsets::<
-        3usize,
-    >([
-        (
-            <f32 as ::customop::__private::descriptor::Wire>::SIZE,
-            <f32 as ::customop::__private::descriptor::Wire>::ALIGN,
-        ),
-        (
-            <Mode as ::customop::__private::descriptor::Wire>::SIZE,
-            <Mode as ::customop::__private::descriptor::Wire>::ALIGN,
-        ),
-        (
-            <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
-            <[u8; 4] as ::customop::__private::descriptor::Wire>::ALIGN,
-        ),
-    ]);
-    const _: () = {
-        let _ = <u64 as ::customop::__private::descriptor::Wire>::SIZE;
-    };
-    impl ::customop::__private::descriptor::Descriptor for Cfg {
+    impl ::customop::__private::descriptor::Descriptor for Cfg
+    where
+        f32: ::customop::__private::descriptor::Wire,
+        Mode: ::customop::__private::descriptor::Wire,
+        [u8; 4]: ::customop::__private::descriptor::Wire,
+        u64: ::customop::__private::descriptor::Wire,
+    {
         const NAME: &'static str = "my_lib::Cfg";
-        const FIXED_SIZE: usize = __LAYOUT.1;
-        const ALIGN: usize = __LAYOUT.2;
+        const FIXED_SIZE: usize = ::customop::__private::descriptor::__derive::layout_offsets::<
+            3usize,
+        >([
+                (
+                    <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                    <f32 as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                    <Mode as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+            ])
+            .1;
+        const ALIGN: usize = ::customop::__private::descriptor::__derive::layout_offsets::<
+            3usize,
+        >([
+                (
+                    <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                    <f32 as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                    <Mode as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+            ])
+            .2;
         const HAS_TAILS: bool = true;
+        const __OFFSETS: &'static [usize] = &::customop::__private::descriptor::__derive::layout_offsets::<
+            3usize,
+        >([
+                (
+                    <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                    <f32 as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                    <Mode as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+                (
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                    <[u8; 4] as ::customop::__private::descriptor::Wire>::ALIGN,
+                ),
+            ])
+            .0;
         fn layout() -> &'static ::customop::__private::descriptor::Layout {
             static LAYOUT: ::customop::__private::OnceLock<
                 ::customop::__private::descriptor::Layout,
@@ -31,25 +67,31 @@ const _: () = {
                 .get_or_init(|| {
                     let __layout = ::customop::__private::descriptor::Layout::build(
                         "my_lib::Cfg",
-                        __LAYOUT.2,
-                        __LAYOUT.1,
+                        <Self as ::customop::__private::descriptor::Descriptor>::ALIGN,
+                        <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE,
                         <Cfg as ::customop::__private::descriptor::Descriptor>::PACKED_SIZE,
                         ::core::convert::From::from([
                             ::customop::__private::descriptor::FieldLayout {
                                 name: ::customop::__private::ToString::to_string("scale"),
-                                offset: ::core::option::Option::Some(__LAYOUT.0[0usize]),
+                                offset: ::core::option::Option::Some(
+                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize],
+                                ),
                                 size: <f32 as ::customop::__private::descriptor::Wire>::SIZE,
                                 ty: <f32 as ::customop::__private::descriptor::Wire>::describe(),
                             },
                             ::customop::__private::descriptor::FieldLayout {
                                 name: ::customop::__private::ToString::to_string("mode"),
-                                offset: ::core::option::Option::Some(__LAYOUT.0[1usize]),
+                                offset: ::core::option::Option::Some(
+                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
+                                ),
                                 size: <Mode as ::customop::__private::descriptor::Wire>::SIZE,
                                 ty: <Mode as ::customop::__private::descriptor::Wire>::describe(),
                             },
                             ::customop::__private::descriptor::FieldLayout {
                                 name: ::customop::__private::ToString::to_string("tag"),
-                                offset: ::core::option::Option::Some(__LAYOUT.0[2usize]),
+                                offset: ::core::option::Option::Some(
+                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
+                                ),
                                 size: <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
                                 ty: <[u8; 4] as ::customop::__private::descriptor::Wire>::describe(),
                             },
@@ -74,7 +116,7 @@ const _: () = {
         }
         fn __payload_len(&self) -> usize {
             #[allow(unused_mut)]
-            let mut __at: usize = __LAYOUT.1;
+            let mut __at: usize = <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE;
             __at = ::customop::__private::descriptor::__derive::tail_len_vec::<
                 u64,
             >(__at, self.offsets.len());
@@ -84,20 +126,20 @@ const _: () = {
             ::customop::__private::descriptor::__derive::write_field(
                 &self.scale,
                 __payload,
-                __LAYOUT.0[0usize],
+                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize],
             );
             ::customop::__private::descriptor::__derive::write_field(
                 &self.mode,
                 __payload,
-                __LAYOUT.0[1usize],
+                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
             );
             ::customop::__private::descriptor::__derive::write_field(
                 &self.tag,
                 __payload,
-                __LAYOUT.0[2usize],
+                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
             );
             #[allow(unused_mut, unused_assignments)]
-            let mut __at: usize = __LAYOUT.1;
+            let mut __at: usize = <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE;
             __at = ::customop::__private::descriptor::__derive::write_vec_tail(
                 &self.offsets,
                 __payload,
@@ -115,11 +157,13 @@ const _: () = {
                 Self,
                 ::customop::__private::descriptor::DescriptorError,
             > {
-                if __payload.len() < __LAYOUT.1 {
+                if __payload.len()
+                    < <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE
+                {
                     return ::core::result::Result::Err(
                         ::customop::__private::descriptor::DescriptorError::field_error(::customop::__private::descriptor::ErrorKind::TooShort {
                             needed: ::customop::__private::descriptor::HEADER_SIZE
-                                + __LAYOUT.1,
+                                + <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE,
                             got: ::customop::__private::descriptor::HEADER_SIZE
                                 + __payload.len(),
                         }),
@@ -127,37 +171,37 @@ const _: () = {
                 }
                 ::customop::__private::descriptor::__derive::check_zero(
                     __payload,
-                    __LAYOUT.0[0usize]
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize]
                         + <f32 as ::customop::__private::descriptor::Wire>::SIZE,
-                    __LAYOUT.0[1usize],
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
                 )?;
                 ::customop::__private::descriptor::__derive::check_zero(
                     __payload,
-                    __LAYOUT.0[1usize]
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize]
                         + <Mode as ::customop::__private::descriptor::Wire>::SIZE,
-                    __LAYOUT.0[2usize],
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
                 )?;
                 ::customop::__private::descriptor::__derive::check_zero(
                     __payload,
-                    __LAYOUT.0[2usize]
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize]
                         + <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
-                    __LAYOUT.1,
+                    <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE,
                 )?;
                 #[allow(unused_mut)]
-                let mut __at: usize = __LAYOUT.1;
+                let mut __at: usize = <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE;
                 let scale: f32 = ::customop::__private::descriptor::__derive::read_field(
                     __payload,
-                    __LAYOUT.0[0usize],
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize],
                     "scale",
                 )?;
                 let mode: Mode = ::customop::__private::descriptor::__derive::read_field(
                     __payload,
-                    __LAYOUT.0[1usize],
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
                     "mode",
                 )?;
                 let tag: [u8; 4] = ::customop::__private::descriptor::__derive::read_field(
                     __payload,
-                    __LAYOUT.0[2usize],
+                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
                     "tag",
                 )?;
                 let (offsets, __end) = ::customop::__private::descriptor::__derive::read_vec_tail(

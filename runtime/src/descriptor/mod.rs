@@ -47,6 +47,9 @@ pub trait Descriptor: Sized {
     const ALIGN: usize;
     /// Whether the descriptor has variable-length tails (`Vec`/`String` fields).
     const HAS_TAILS: bool;
+    #[doc(hidden)]
+    /// The offsets of the fixed fields in the payload, in declaration order.
+    const __OFFSETS: &'static [usize] = &[];
     /// The packed size, header included, when every value packs to the same length.
     const PACKED_SIZE: Option<usize> = if Self::HAS_TAILS {
         None

@@ -7,10 +7,12 @@ use super::layout::TypeLayout;
 /// fixed types, field-less enums and fixed-layout descriptors (all through
 /// `#[derive(Descriptor)]` for your own types).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a descriptor: add `#[derive(Descriptor)]` to it",
-    label = "not a descriptor field type",
+    message = "`{Self}` cannot be a descriptor field: add `#[derive(Descriptor)]` to it, \
+               without `Vec`/`String` fields",
+    label = "not a fixed-layout descriptor field type",
     note = "descriptor fields are bool, i8..i64, u8..u64, f32, f64, [T; N], Vec<T>, String, \
-            field-less enums with an explicit repr, and other fixed-layout descriptors"
+            field-less enums with an explicit repr, and other descriptors of fixed layout (a \
+            descriptor with `Vec` or `String` tails cannot be nested)"
 )]
 pub trait Wire: Sized {
     /// Bytes in the fixed part (a multiple of `ALIGN`).
