@@ -6,6 +6,7 @@
 mod check;
 mod expand;
 mod model;
+mod names;
 mod parse;
 
 use crate::ctxt::Ctxt;
@@ -27,6 +28,14 @@ pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let (user_fn, params) = parse::take_param_attrs(&mut cx, &item);
+    // The generated code reads the signature with its types resolvable inside the companion
+    // module (see `names`); the user's function is re-emitted as written.
+    let item = parse::ItemFn {
+        attrs: Vec::new(),
+        vis: item.vis.clone(),
+        sig: names::in_parent(&item.sig),
+        body: TokenStream::new(),
+    };
     let model = model::Op::build(&mut cx, &item, &options, &params);
     if let Some(m) = &model {
         check::check(&mut cx, m, &item);
