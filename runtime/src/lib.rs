@@ -7,6 +7,7 @@ extern crate self as customop;
 
 pub mod descriptor;
 pub mod ffi;
+mod make;
 pub mod plan;
 pub mod schema;
 pub mod tensor;
@@ -70,9 +71,10 @@ pub mod __private {
     pub use crate::ffi;
     #[cfg(feature = "mlir")]
     pub use crate::lower;
+    pub use crate::make::*;
     #[cfg(feature = "mlir")]
     pub use crate::op_support;
-    pub use crate::plan::{OpDef, partition_rule, updated_external};
+    pub use crate::plan::OpDef;
     pub use crate::schema;
     pub use crate::tensor;
     pub use crate::types;

@@ -3,9 +3,7 @@
 //! follows from the operands, and which operand a `&mut` external's new bytes alias. Both sides
 //! read these facts from here, so they cannot disagree.
 
-use crate::schema::{
-    DimRule, FactorDims, OpSchema, ParamKind, PartitionRule, ResultKind, ResultSchema,
-};
+use crate::schema::{DimRule, FactorDims, OpSchema, ParamKind, ResultKind};
 use crate::types::ElementType;
 
 /// An op's schema and its [`Plan`], built once (generated code keeps one in a `static`).
@@ -38,39 +36,6 @@ impl OpDef {
     #[inline]
     pub fn plan(&self) -> Result<&Plan, &str> {
         self.plan.as_ref().map_err(String::as_str)
-    }
-}
-
-/// The result that carries the new bytes of `&mut` external `param` (its operand index is
-/// filled in by [`OpDef::new`]). For generated code.
-pub fn updated_external(param: String) -> ResultSchema {
-    ResultSchema {
-        name: param.clone(),
-        kind: ResultKind::UpdatedExternal { param, operand: 0 },
-    }
-}
-
-/// A partition rule from its entries, `(tensor input, factor of each dimension)`; the factors
-/// are listed in order of first appearance, and the indices and the outputs' entries are
-/// filled in by [`OpDef::new`]. For generated code.
-pub fn partition_rule(entries: Vec<(&str, Vec<Option<String>>)>) -> PartitionRule {
-    let mut factors: Vec<String> = Vec::new();
-    for f in entries.iter().flat_map(|(_, dims)| dims.iter().flatten()) {
-        if !factors.contains(f) {
-            factors.push(f.clone());
-        }
-    }
-    PartitionRule {
-        factors,
-        operands: entries
-            .into_iter()
-            .map(|(name, dims)| FactorDims {
-                name: name.to_string(),
-                index: 0,
-                dims,
-            })
-            .collect(),
-        results: Vec::new(),
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Serialize, Serializer};
 use std::fmt::Write;
 
 /// One op: its name, target, parameters, results and properties.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpSchema {
     /// `ns::op`.
@@ -70,6 +71,7 @@ impl PartitionRule {
 }
 
 /// A parameter of an op.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ParamSchema {
     /// The Rust parameter name.
@@ -80,6 +82,7 @@ pub struct ParamSchema {
 }
 
 /// The kinds of parameters.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParamKind {
@@ -107,6 +110,7 @@ pub enum ParamKind {
 }
 
 /// The types of attributes.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AttrType {
@@ -134,6 +138,7 @@ pub enum AttrType {
 }
 
 /// A result of an op.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResultSchema {
     /// The Rust name (the output parameter, or the external it updates).
@@ -144,6 +149,7 @@ pub struct ResultSchema {
 }
 
 /// The kinds of results.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ResultKind {
@@ -170,6 +176,7 @@ pub enum ResultKind {
 }
 
 /// How one dimension of an output is computed.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DimRule {

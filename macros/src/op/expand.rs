@@ -119,35 +119,30 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
             .iter()
             .any(|p| matches!(p.kind, Kind::External { mutable: true, .. }));
     let sch = quote!(#p::schema);
-    let s = quote!(#p::ToString::to_string);
     let params = op.params.iter().filter_map(|prm| {
         let pname = prm.ident.to_string();
-        let kind = match &prm.kind {
+        Some(match &prm.kind {
             Kind::Tensor { elem, rank } => {
                 let e = element(p, elem.ty);
                 let rank = option_usize(rank);
-                quote!(#sch::ParamKind::Tensor { dtype: #e, rank: #rank })
+                quote!(#p::tensor_param(#pname, #e, #rank))
             }
             Kind::External { inner, mutable } => {
                 let layout = quote_spanned!(inner.span()=>
                     <#inner as #p::descriptor::Descriptor>::layout());
-                quote!(#sch::ParamKind::External {
-                    mutable: #mutable,
-                    descriptor: ::core::clone::Clone::clone(#layout),
-                })
+                quote!(#p::external_param(#pname, #mutable, #layout))
             }
             Kind::Attr(AttrKind::Value(t)) => {
                 let ty =
                     quote_spanned!(t.span()=> <#t as #p::ffi::AttrValue<'static>>::attr_type());
-                quote!(#sch::ParamKind::Attribute { ty: #ty })
+                quote!(#p::attr_param(#pname, #ty))
             }
             Kind::Attr(AttrKind::Ref(t)) => {
                 let ty = quote_spanned!(t.span()=> <#t as #p::ffi::AttrRef<'static>>::attr_type());
-                quote!(#sch::ParamKind::Attribute { ty: #ty })
+                quote!(#p::attr_param(#pname, #ty))
             }
             Kind::Output { .. } | Kind::Invalid(..) => return None,
-        };
-        Some(quote!(#sch::ParamSchema { name: #s(#pname), kind: #kind }))
+        })
     });
     let res = results.iter().map(|r| match r {
         Res::Output(prm) => {
@@ -158,41 +153,30 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
             let dims: Vec<TokenStream> = match shape {
                 Some(Shape::Of(src)) => {
                     let src = src.to_string();
-                    vec![quote!(#sch::DimRule::ShapeOf { param: #s(#src) })]
+                    vec![quote!(#p::shape_of(#src))]
                 }
                 Some(Shape::Dims(ds)) => ds
                     .iter()
                     .map(|d| match d {
-                        Dim::Const(c) => quote!(#sch::DimRule::Const { size: #c }),
+                        Dim::Const(c) => quote!(#p::dim_const(#c)),
                         Dim::Of(src, dim, _) => {
                             let src = src.to_string();
-                            quote!(#sch::DimRule::DimOf { param: #s(#src), dim: #dim })
+                            quote!(#p::dim_of(#src, #dim))
                         }
                     })
                     .collect(),
                 None => Vec::new(),
             };
             let rname = prm.ident.to_string();
-            quote!(#sch::ResultSchema {
-                name: #s(#rname),
-                kind: #sch::ResultKind::Tensor {
-                    dtype: #e,
-                    shape: ::core::convert::From::from([#(#dims),*]),
-                },
-            })
+            quote!(#p::tensor_result(#rname, #e, ::core::convert::From::from([#(#dims),*])))
         }
         Res::Opaque(t) => {
             let layout = quote_spanned!(t.span()=> <#t as #p::descriptor::Descriptor>::layout());
-            quote!(#sch::ResultSchema {
-                name: #s("result"),
-                kind: #sch::ResultKind::Opaque {
-                    descriptor: ::core::clone::Clone::clone(#layout),
-                },
-            })
+            quote!(#p::opaque_result(#layout))
         }
         Res::Updated(id, _) => {
             let rname = id.to_string();
-            quote!(#p::updated_external(#s(#rname)))
+            quote!(#p::updated_external(#rname))
         }
     });
     let partition = match op.partition {
@@ -203,7 +187,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                 let dims = e.dims.iter().map(|d| match d {
                     Some(f) => {
                         let f = f.to_string();
-                        quote!(::core::option::Option::Some(#s(#f)))
+                        quote!(::core::option::Option::Some(#f))
                     }
                     None => quote!(::core::option::Option::None),
                 });
@@ -217,15 +201,15 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
         #[doc(hidden)]
         pub fn __def() -> &'static #p::OpDef {
             static DEF: #p::OnceLock<#p::OpDef> = #p::OnceLock::new();
-            DEF.get_or_init(|| #p::OpDef::new(#sch::OpSchema {
-                name: #s(#name),
-                target: #s(#target),
-                api_version: #api_version,
-                side_effect: #side_effect,
-                params: ::core::convert::From::from([#(#params),*]),
-                results: ::core::convert::From::from([#(#res),*]),
-                partition: #partition,
-            }))
+            DEF.get_or_init(|| #p::OpDef::new(#p::op_schema(
+                #name,
+                #target,
+                #api_version,
+                #side_effect,
+                ::core::convert::From::from([#(#params),*]),
+                ::core::convert::From::from([#(#res),*]),
+                #partition,
+            )))
         }
 
         /// The op's schema.

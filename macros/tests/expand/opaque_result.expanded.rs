@@ -17,32 +17,27 @@ pub mod make_stats {
     #[doc(hidden)]
     pub fn __def() -> &'static ::customop::__private::OpDef {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(::customop::__private::schema::OpSchema {
-            name: ::customop::__private::ToString::to_string("example::make_stats"),
-            target: ::customop::__private::ToString::to_string("example.make_stats"),
-            api_version: 4u32,
-            side_effect: false,
-            params: ::core::convert::From::from([
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("x"),
-                    kind: ::customop::__private::schema::ParamKind::Tensor {
-                        dtype: <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        rank: ::core::option::Option::None,
-                    },
-                },
-            ]),
-            results: ::core::convert::From::from([
-                ::customop::__private::schema::ResultSchema {
-                    name: ::customop::__private::ToString::to_string("result"),
-                    kind: ::customop::__private::schema::ResultKind::Opaque {
-                        descriptor: ::core::clone::Clone::clone(
-                            <Stats as ::customop::__private::descriptor::Descriptor>::layout(),
-                        ),
-                    },
-                },
-            ]),
-            partition: ::core::option::Option::None,
-        }))
+        DEF.get_or_init(|| ::customop::__private::OpDef::new(
+            ::customop::__private::op_schema(
+                "example::make_stats",
+                "example.make_stats",
+                4u32,
+                false,
+                ::core::convert::From::from([
+                    ::customop::__private::tensor_param(
+                        "x",
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::option::Option::None,
+                    ),
+                ]),
+                ::core::convert::From::from([
+                    ::customop::__private::opaque_result(
+                        <Stats as ::customop::__private::descriptor::Descriptor>::layout(),
+                    ),
+                ]),
+                ::core::option::Option::None,
+            ),
+        ))
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {

@@ -21,63 +21,48 @@ pub mod custom_op_external {
     #[doc(hidden)]
     pub fn __def() -> &'static ::customop::__private::OpDef {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(::customop::__private::schema::OpSchema {
-            name: ::customop::__private::ToString::to_string(
+        DEF.get_or_init(|| ::customop::__private::OpDef::new(
+            ::customop::__private::op_schema(
                 "my_custom_library::custom_op_external",
-            ),
-            target: ::customop::__private::ToString::to_string(
                 "my_custom_library.custom_op_external",
-            ),
-            api_version: 4u32,
-            side_effect: true,
-            params: ::core::convert::From::from([
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("blob"),
-                    kind: ::customop::__private::schema::ParamKind::External {
-                        mutable: false,
-                        descriptor: ::core::clone::Clone::clone(
-                            <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
-                        ),
-                    },
-                },
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("x"),
-                    kind: ::customop::__private::schema::ParamKind::Tensor {
-                        dtype: <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        rank: ::core::option::Option::Some(2usize),
-                    },
-                },
-            ]),
-            results: ::core::convert::From::from([
-                ::customop::__private::schema::ResultSchema {
-                    name: ::customop::__private::ToString::to_string("y"),
-                    kind: ::customop::__private::schema::ResultKind::Tensor {
-                        dtype: <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        shape: ::core::convert::From::from([
-                            ::customop::__private::schema::DimRule::DimOf {
-                                param: ::customop::__private::ToString::to_string("x"),
-                                dim: 0usize,
-                            },
+                4u32,
+                true,
+                ::core::convert::From::from([
+                    ::customop::__private::external_param(
+                        "blob",
+                        false,
+                        <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
+                    ),
+                    ::customop::__private::tensor_param(
+                        "x",
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::option::Option::Some(2usize),
+                    ),
+                ]),
+                ::core::convert::From::from([
+                    ::customop::__private::tensor_result(
+                        "y",
+                        <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::convert::From::from([
+                            ::customop::__private::dim_of("x", 0usize),
                         ]),
-                    },
-                },
-            ]),
-            partition: ::core::option::Option::Some(
-                ::customop::__private::partition_rule(
-                    ::core::convert::From::from([
-                        (
-                            "x",
-                            ::core::convert::From::from([
-                                ::core::option::Option::Some(
-                                    ::customop::__private::ToString::to_string("rows"),
-                                ),
-                                ::core::option::Option::None,
-                            ]),
-                        ),
-                    ]),
+                    ),
+                ]),
+                ::core::option::Option::Some(
+                    ::customop::__private::partition_rule(
+                        ::core::convert::From::from([
+                            (
+                                "x",
+                                ::core::convert::From::from([
+                                    ::core::option::Option::Some("rows"),
+                                    ::core::option::Option::None,
+                                ]),
+                            ),
+                        ]),
+                    ),
                 ),
             ),
-        }))
+        ))
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {

@@ -24,71 +24,55 @@ pub mod step {
     #[doc(hidden)]
     pub fn __def() -> &'static ::customop::__private::OpDef {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(::customop::__private::schema::OpSchema {
-            name: ::customop::__private::ToString::to_string("example::step"),
-            target: ::customop::__private::ToString::to_string("example.step"),
-            api_version: 4u32,
-            side_effect: true,
-            params: ::core::convert::From::from([
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("state"),
-                    kind: ::customop::__private::schema::ParamKind::External {
-                        mutable: true,
-                        descriptor: ::core::clone::Clone::clone(
-                            <Counter as ::customop::__private::descriptor::Descriptor>::layout(),
-                        ),
-                    },
-                },
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("x"),
-                    kind: ::customop::__private::schema::ParamKind::Tensor {
-                        dtype: <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        rank: ::core::option::Option::None,
-                    },
-                },
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("eps"),
-                    kind: ::customop::__private::schema::ParamKind::Attribute {
-                        ty: <f32 as ::customop::__private::ffi::AttrValue<
+        DEF.get_or_init(|| ::customop::__private::OpDef::new(
+            ::customop::__private::op_schema(
+                "example::step",
+                "example.step",
+                4u32,
+                true,
+                ::core::convert::From::from([
+                    ::customop::__private::external_param(
+                        "state",
+                        true,
+                        <Counter as ::customop::__private::descriptor::Descriptor>::layout(),
+                    ),
+                    ::customop::__private::tensor_param(
+                        "x",
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::option::Option::None,
+                    ),
+                    ::customop::__private::attr_param(
+                        "eps",
+                        <f32 as ::customop::__private::ffi::AttrValue<
                             'static,
                         >>::attr_type(),
-                    },
-                },
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("label"),
-                    kind: ::customop::__private::schema::ParamKind::Attribute {
-                        ty: <str as ::customop::__private::ffi::AttrRef<
+                    ),
+                    ::customop::__private::attr_param(
+                        "label",
+                        <str as ::customop::__private::ffi::AttrRef<
                             'static,
                         >>::attr_type(),
-                    },
-                },
-                ::customop::__private::schema::ParamSchema {
-                    name: ::customop::__private::ToString::to_string("cfg"),
-                    kind: ::customop::__private::schema::ParamKind::Attribute {
-                        ty: <Cfg as ::customop::__private::ffi::AttrRef<
+                    ),
+                    ::customop::__private::attr_param(
+                        "cfg",
+                        <Cfg as ::customop::__private::ffi::AttrRef<
                             'static,
                         >>::attr_type(),
-                    },
-                },
-            ]),
-            results: ::core::convert::From::from([
-                ::customop::__private::schema::ResultSchema {
-                    name: ::customop::__private::ToString::to_string("y"),
-                    kind: ::customop::__private::schema::ResultKind::Tensor {
-                        dtype: <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        shape: ::core::convert::From::from([
-                            ::customop::__private::schema::DimRule::ShapeOf {
-                                param: ::customop::__private::ToString::to_string("x"),
-                            },
+                    ),
+                ]),
+                ::core::convert::From::from([
+                    ::customop::__private::tensor_result(
+                        "y",
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::convert::From::from([
+                            ::customop::__private::shape_of("x"),
                         ]),
-                    },
-                },
-                ::customop::__private::updated_external(
-                    ::customop::__private::ToString::to_string("state"),
-                ),
-            ]),
-            partition: ::core::option::Option::None,
-        }))
+                    ),
+                    ::customop::__private::updated_external("state"),
+                ]),
+                ::core::option::Option::None,
+            ),
+        ))
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {

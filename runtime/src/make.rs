@@ -1,0 +1,130 @@
+//! Constructors of the schema's records, for the code `#[custom_op]` generates (re-exported
+//! through `__private`). The records are `#[non_exhaustive]`, so that they can grow without the
+//! expansion changing: generated code builds them only through these functions.
+
+use crate::descriptor::Layout;
+use crate::schema::{
+    AttrType, DimRule, FactorDims, OpSchema, ParamKind, ParamSchema, PartitionRule, ResultKind,
+    ResultSchema,
+};
+use crate::types::ElementType;
+
+/// An op's schema.
+pub fn op_schema(
+    name: &str,
+    target: &str,
+    api_version: u32,
+    side_effect: bool,
+    params: Vec<ParamSchema>,
+    results: Vec<ResultSchema>,
+    partition: Option<PartitionRule>,
+) -> OpSchema {
+    OpSchema {
+        name: name.to_string(),
+        target: target.to_string(),
+        api_version,
+        side_effect,
+        params,
+        results,
+        partition,
+    }
+}
+
+/// A tensor input.
+pub fn tensor_param(name: &str, dtype: ElementType, rank: Option<usize>) -> ParamSchema {
+    ParamSchema {
+        name: name.to_string(),
+        kind: ParamKind::Tensor { dtype, rank },
+    }
+}
+
+/// An external of descriptor `descriptor`.
+pub fn external_param(name: &str, mutable: bool, descriptor: &Layout) -> ParamSchema {
+    ParamSchema {
+        name: name.to_string(),
+        kind: ParamKind::External {
+            mutable,
+            descriptor: descriptor.clone(),
+        },
+    }
+}
+
+/// An attribute.
+pub fn attr_param(name: &str, ty: AttrType) -> ParamSchema {
+    ParamSchema {
+        name: name.to_string(),
+        kind: ParamKind::Attribute { ty },
+    }
+}
+
+/// A tensor output with one rule per dimension.
+pub fn tensor_result(name: &str, dtype: ElementType, shape: Vec<DimRule>) -> ResultSchema {
+    ResultSchema {
+        name: name.to_string(),
+        kind: ResultKind::Tensor { dtype, shape },
+    }
+}
+
+/// The opaque result (`Opaque<T>`), of descriptor `descriptor`.
+pub fn opaque_result(descriptor: &Layout) -> ResultSchema {
+    ResultSchema {
+        name: "result".to_string(),
+        kind: ResultKind::Opaque {
+            descriptor: descriptor.clone(),
+        },
+    }
+}
+
+/// A constant dimension.
+pub fn dim_const(size: i64) -> DimRule {
+    DimRule::Const { size }
+}
+
+/// Dimension `dim` of tensor input `param`.
+pub fn dim_of(param: &str, dim: usize) -> DimRule {
+    DimRule::DimOf {
+        param: param.to_string(),
+        dim,
+    }
+}
+
+/// The whole shape of tensor input `param`.
+pub fn shape_of(param: &str) -> DimRule {
+    DimRule::ShapeOf {
+        param: param.to_string(),
+    }
+}
+
+/// The result that carries the new bytes of `&mut` external `param` (its operand index is
+/// filled in by [`OpDef::new`](crate::plan::OpDef::new)). For generated code.
+pub fn updated_external(param: &str) -> ResultSchema {
+    let param = param.to_string();
+    ResultSchema {
+        name: param.clone(),
+        kind: ResultKind::UpdatedExternal { param, operand: 0 },
+    }
+}
+
+/// A partition rule from its entries, `(tensor input, factor of each dimension)`; the factors
+/// are listed in order of first appearance, and the indices and the outputs' entries are
+/// filled in by [`OpDef::new`](crate::plan::OpDef::new).
+pub fn partition_rule(entries: Vec<(&str, Vec<Option<&str>>)>) -> PartitionRule {
+    let mut factors: Vec<String> = Vec::new();
+    for &f in entries.iter().flat_map(|(_, dims)| dims.iter().flatten()) {
+        if !factors.iter().any(|g| g == f) {
+            factors.push(f.to_string());
+        }
+    }
+    PartitionRule {
+        factors,
+        operands: entries
+            .into_iter()
+            .map(|(name, dims)| FactorDims {
+                name: name.to_string(),
+                index: 0,
+                dims: dims.into_iter().map(|d| d.map(str::to_string)).collect(),
+            })
+            .collect(),
+        results: Vec::new(),
+    }
+}
