@@ -99,8 +99,6 @@ pub enum ResultPlan {
 pub struct Plan {
     /// Per schema parameter, where it goes.
     pub params: Vec<Slot>,
-    /// The number of operands.
-    pub operands: usize,
     /// Per operand, the schema parameter it is.
     pub operand_params: Vec<usize>,
     /// The results, in the custom call's order.
@@ -198,7 +196,6 @@ impl Plan {
         }
         Ok(Plan {
             params,
-            operands: operand_params.len(),
             operand_params,
             results,
             aliases,
@@ -402,7 +399,7 @@ mod tests {
                 Slot::Operand(2),
             ]
         );
-        assert_eq!(p.operands, 3);
+        assert_eq!(p.operand_params.len(), 3);
         assert_eq!(p.operand_params, vec![1, 2, 4]);
         assert_eq!(
             p.results,

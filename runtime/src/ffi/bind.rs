@@ -50,7 +50,7 @@ pub unsafe fn run(
     let op: &'static str = &schema.name;
     let body = |cx: &CallCx<'_>| {
         let plan = def.plan().map_err(|e| op_err(op, e))?;
-        cx.expect_counts(plan.operands, plan.results.len())?;
+        cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
         body(&Binder {
             cx,
             schema,

@@ -173,7 +173,7 @@ impl<'f> CallCx<'f> {
         } else {
             // SAFETY: XLA's buffer holds `n` elements of the checked dtype, aligned (checked),
             // valid and not written by anyone else for the call (inputs are read-only; every
-            // output's memory is checked not to overlap it in `tensor_mut`).
+            // output's memory is checked not to overlap it in `output_view`).
             unsafe { core::slice::from_raw_parts(raw.data as *const T, n) }
         };
         TensorRef::new(data, raw.dims)
@@ -208,17 +208,6 @@ impl<'f> CallCx<'f> {
         }
         self.taken.set(self.taken.get() | bit);
         Ok(())
-    }
-
-    /// Result `i` as a writable tensor of `T` with exactly the shape `dims` (from the shape
-    /// rule). Each result can be taken once; its memory must not overlap any argument.
-    pub fn tensor_mut<T: Element, const RANK: usize>(
-        &self,
-        i: usize,
-        name: &str,
-        dims: &[i64],
-    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
-        self.output_view(i, name, |got| got == dims, || Ok(dims.to_vec()))
     }
 
     /// Dimensions of argument `i` (empty when there is no such buffer: the shape checks then

@@ -19,10 +19,10 @@ pub fn call_op(
     let schema = def.schema();
     let op = schema.name.as_str();
     let plan = def.plan().map_err(BuildError::new)?;
-    if operands.len() != plan.operands {
+    if operands.len() != plan.operand_params.len() {
         return Err(BuildError::new(format!(
             "{op}: takes {} operands, got {}",
-            plan.operands,
+            plan.operand_params.len(),
             operands.len()
         )));
     }
