@@ -8,8 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use customop::__private::ffi::abi::*;
 use customop::Descriptor;
-use customop::ffi::abi::*;
 use customop::{TensorMut, TensorRef};
 use customop_example_kernels as k;
 use std::hint::black_box;

@@ -477,19 +477,23 @@ fn schemas_are_data_and_pytorch_strings() {
         json["results"][0]["shape"],
         serde_json::json!([{"kind": "dim_of", "param": "x", "dim": 0}])
     );
-    let names: Vec<String> = customop::schema::registry::ops()
-        .map(|e| (e.schema)().name.clone())
-        .collect();
+    let names: Vec<String> = customop::schema::ops().map(|s| s.name.clone()).collect();
     assert!(
         names.contains(&"example_lib::affine".to_string()),
         "{names:?}"
     );
     assert_eq!(
-        customop::schema::registry::find("example::rms_norm")
-            .unwrap()
-            .handler_symbol,
-        "customop_handler_example_rms_norm"
+        customop::schema::find("example::rms_norm").unwrap().name,
+        "example::rms_norm"
     );
+    assert!(customop::schema::find("example::no_such_op").is_none());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&customop::manifest_json()).expect("the manifest is JSON");
+    let rms = manifest["ops"]
+        .as_array()
+        .and_then(|ops| ops.iter().find(|o| o["name"] == "example::rms_norm"))
+        .expect("rms_norm is in the manifest");
+    assert_eq!(rms["handler_symbol"], "customop_handler_example_rms_norm");
 }
 
 #[test]

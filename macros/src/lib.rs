@@ -7,6 +7,7 @@
 mod ctxt;
 mod descriptor;
 mod op;
+mod tokens;
 
 use proc_macro::TokenStream;
 

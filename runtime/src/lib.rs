@@ -6,7 +6,7 @@
 extern crate self as customop;
 
 pub mod descriptor;
-pub mod ffi;
+mod ffi;
 mod make;
 pub mod plan;
 pub mod schema;
@@ -19,7 +19,15 @@ pub mod lower;
 #[doc(hidden)]
 pub mod op_support;
 
+/// The types an op's `#[attr]` parameters can have: [`AttrValue`](attr::AttrValue) by value
+/// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
+/// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).
+pub mod attr {
+    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Held};
+}
+
 pub use descriptor::{Descriptor, DescriptorError};
+pub use ffi::{customop_manifest, manifest_json};
 pub use schema::OpSchema;
 pub use tensor::{ErrorCode, OpError, Opaque, TensorMut, TensorRef};
 pub use types::{Element, ElementType, TensorType};
@@ -68,7 +76,12 @@ mod book {
 pub mod __private {
     pub use crate::__if_mlir as if_mlir;
     pub use crate::descriptor;
-    pub use crate::ffi;
+    /// The FFI layer the generated handlers call: the C ABI mirror and the binder.
+    pub mod ffi {
+        pub use crate::ffi::{
+            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Held, abi, handle, run,
+        };
+    }
     #[cfg(feature = "mlir")]
     pub use crate::lower;
     pub use crate::make::*;
@@ -76,6 +89,7 @@ pub mod __private {
     pub use crate::op_support;
     pub use crate::plan::OpDef;
     pub use crate::schema;
+    pub use crate::schema::registry::OpEntry;
     pub use crate::tensor;
     pub use crate::types;
     pub use core;

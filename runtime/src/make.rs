@@ -2,7 +2,7 @@
 //! through `__private`). The records are `#[non_exhaustive]`, so that they can grow without the
 //! expansion changing: generated code builds them only through these functions.
 
-use crate::descriptor::Layout;
+use crate::descriptor::{EnumVariant, FieldLayout, Layout, TypeLayout};
 use crate::schema::{
     AttrType, DimRule, FactorDims, OpSchema, ParamKind, ParamSchema, PartitionRule, ResultKind,
     ResultSchema,
@@ -126,5 +126,75 @@ pub fn partition_rule(entries: Vec<(&str, Vec<Option<&str>>)>) -> PartitionRule 
             })
             .collect(),
         results: Vec::new(),
+    }
+}
+
+// --- Descriptor layouts (for `#[derive(Descriptor)]`) --------------------------------------
+
+/// A descriptor's layout, built from its fields and recorded in the process's table of known
+/// fingerprints (so that a mismatch can name what the bytes were packed as).
+pub fn descriptor_layout(
+    name: &'static str,
+    align: usize,
+    fixed_size: usize,
+    packed_size: Option<usize>,
+    fields: Vec<FieldLayout>,
+) -> Layout {
+    let layout = Layout::build(name, align, fixed_size, packed_size, fields);
+    crate::descriptor::registry::record(layout.fingerprint, name);
+    layout
+}
+
+/// A field of the fixed part, at `offset`.
+pub fn fixed_field(name: &str, offset: usize, size: usize, ty: TypeLayout) -> FieldLayout {
+    FieldLayout {
+        name: name.to_string(),
+        offset: Some(offset),
+        size,
+        ty,
+    }
+}
+
+/// A tail field (`Vec<T>` or `String`): no offset, no size in the fixed part.
+pub fn tail_field(name: &str, ty: TypeLayout) -> FieldLayout {
+    FieldLayout {
+        name: name.to_string(),
+        offset: None,
+        size: 0,
+        ty,
+    }
+}
+
+/// `Vec<T>`.
+pub fn vec_type(element: TypeLayout) -> TypeLayout {
+    TypeLayout::Vec {
+        element: Box::new(element),
+    }
+}
+
+/// `String`.
+pub fn string_type() -> TypeLayout {
+    TypeLayout::String
+}
+
+/// A nested descriptor.
+pub fn struct_type(layout: &Layout) -> TypeLayout {
+    TypeLayout::Struct {
+        layout: Box::new(layout.clone()),
+    }
+}
+
+/// A field-less enum with its `repr` and `(variant, discriminant)` pairs.
+pub fn enum_type(name: &str, repr: &str, variants: &[(&str, i64)]) -> TypeLayout {
+    TypeLayout::Enum {
+        name: name.to_string(),
+        repr: repr.to_string(),
+        variants: variants
+            .iter()
+            .map(|&(name, value)| EnumVariant {
+                name: name.to_string(),
+                value,
+            })
+            .collect(),
     }
 }

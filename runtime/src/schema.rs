@@ -282,7 +282,7 @@ impl OpSchema {
 }
 
 /// Every op defined with `#[custom_op]` in the binary, across crates.
-pub mod registry {
+pub(crate) mod registry {
     use super::OpSchema;
 
     /// A registered op: its schema and the name of its handler symbol.
@@ -300,9 +300,15 @@ pub mod registry {
     pub fn ops() -> impl Iterator<Item = &'static OpEntry> {
         inventory::iter::<OpEntry>.into_iter()
     }
+}
 
-    /// The op named `name` (`ns::op`), if any.
-    pub fn find(name: &str) -> Option<&'static OpEntry> {
-        ops().find(|e| (e.schema)().name == name)
-    }
+/// The schema of every op in the binary (every `#[custom_op]` of every crate linked in), in no
+/// particular order.
+pub fn ops() -> impl Iterator<Item = &'static OpSchema> {
+    registry::ops().map(|e| (e.schema)())
+}
+
+/// The schema of the op named `name` (`ns::op`), if the binary has it.
+pub fn find(name: &str) -> Option<&'static OpSchema> {
+    ops().find(|s| s.name == name)
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use core::mem::{offset_of, size_of};
-use customop::ffi::abi::*;
+use customop::__private::ffi::abi::*;
 use std::collections::BTreeMap;
 use std::process::Command;
 

@@ -2,6 +2,7 @@
 
 use super::check::discriminant_value;
 use super::model::{Body, Descriptor, Enum, Field, FieldType};
+use crate::tokens::respan;
 use proc_macro2::{Literal, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -59,42 +60,32 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
 
     let offset = |i: usize| quote!(<Self as #de::Descriptor>::__OFFSETS[#i]);
     let fixed_size = quote!(<Self as #de::Descriptor>::FIXED_SIZE);
-    let field_layouts = fields.iter().map(|f| {
-        let fname = f.ident.to_string();
-        let ty = f.ty;
-        match &f.kind {
-            FieldType::VecTail(elem, _) => quote! {
-                #de::FieldLayout {
-                    name: #p::ToString::to_string(#fname),
-                    offset: ::core::option::Option::None,
-                    size: 0,
-                    ty: #de::TypeLayout::Vec {
-                        element: #p::Box::new(<#elem as #de::Wire>::describe()),
-                    },
-                }
-            },
-            FieldType::StringTail => quote! {
-                #de::FieldLayout {
-                    name: #p::ToString::to_string(#fname),
-                    offset: ::core::option::Option::None,
-                    size: 0,
-                    ty: #de::TypeLayout::String,
-                }
-            },
-            _ => {
-                let i = fixed.iter().position(|g| g.ident == f.ident).unwrap_or(0);
-                let off = offset(i);
-                quote! {
-                    #de::FieldLayout {
-                        name: #p::ToString::to_string(#fname),
-                        offset: ::core::option::Option::Some(#off),
-                        size: <#ty as #de::Wire>::SIZE,
-                        ty: <#ty as #de::Wire>::describe(),
+    let mut fixed_index = 0usize;
+    let field_layouts: Vec<TokenStream> = fields
+        .iter()
+        .map(|f| {
+            let fname = f.ident.to_string();
+            let ty = f.ty;
+            match &f.kind {
+                FieldType::VecTail(elem, _) => quote! {
+                    #p::tail_field(#fname, #p::vec_type(<#elem as #de::Wire>::describe()))
+                },
+                FieldType::StringTail => quote!(#p::tail_field(#fname, #p::string_type())),
+                _ => {
+                    let off = offset(fixed_index);
+                    fixed_index += 1;
+                    quote! {
+                        #p::fixed_field(
+                            #fname,
+                            #off,
+                            <#ty as #de::Wire>::SIZE,
+                            <#ty as #de::Wire>::describe(),
+                        )
                     }
                 }
             }
-        }
-    });
+        })
+        .collect();
 
     // Calls that need `T: Wire` are spanned at the field type too, so that a type that is not
     // a descriptor field is reported only there.
@@ -170,11 +161,7 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                 const SIZE: usize = <Self as #de::Descriptor>::FIXED_SIZE;
                 const ALIGN: usize = <Self as #de::Descriptor>::ALIGN;
                 fn describe() -> #de::TypeLayout {
-                    #de::TypeLayout::Struct {
-                        layout: #p::Box::new(::core::clone::Clone::clone(
-                            <#ident as #de::Descriptor>::layout(),
-                        )),
-                    }
+                    #p::struct_type(<#ident as #de::Descriptor>::layout())
                 }
                 #[inline]
                 fn write(&self, __payload: &mut [u8]) {
@@ -203,15 +190,13 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                 fn layout() -> &'static #de::Layout {
                     static LAYOUT: #p::OnceLock<#de::Layout> = #p::OnceLock::new();
                     LAYOUT.get_or_init(|| {
-                        let __layout = #de::Layout::build(
+                        #p::descriptor_layout(
                             #name,
                             <Self as #de::Descriptor>::ALIGN,
                             <Self as #de::Descriptor>::FIXED_SIZE,
                             <#ident as #de::Descriptor>::PACKED_SIZE,
                             ::core::convert::From::from([#(#field_layouts),*]),
-                        );
-                        #de::registry::record(__layout.fingerprint, #name);
-                        __layout
+                        )
                     })
                 }
 
@@ -265,23 +250,6 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
     }
 }
 
-/// `tokens` with every span set to `span`.
-fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            if let proc_macro2::TokenTree::Group(g) = &t {
-                let mut inner = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                inner.set_span(span);
-                t = proc_macro2::TokenTree::Group(inner);
-            } else {
-                t.set_span(span);
-            }
-            t
-        })
-        .collect()
-}
-
 fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
     let ident = d.ident;
     let name = &d.name;
@@ -324,16 +292,7 @@ fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
                 const SIZE: usize = ::core::mem::size_of::<#repr>();
                 const ALIGN: usize = ::core::mem::size_of::<#repr>();
                 fn describe() -> #de::TypeLayout {
-                    #de::TypeLayout::Enum {
-                        name: #p::ToString::to_string(#name),
-                        repr: #p::ToString::to_string(#repr_name),
-                        variants: ::core::convert::From::from([#(
-                            #de::EnumVariant {
-                                name: #p::ToString::to_string(#vnames),
-                                value: #vvalues,
-                            }
-                        ),*]),
-                    }
+                    #p::enum_type(#name, #repr_name, &[#((#vnames, #vvalues)),*])
                 }
                 #[inline]
                 fn write(&self, __out: &mut [u8]) {

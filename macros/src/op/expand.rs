@@ -6,6 +6,7 @@
 //! (`plan.rs`), for the lowering (`lower::call_op`) and the handler (`ffi::run`) alike.
 
 use super::model::{AttrKind, Dim, Kind, Op, Param, Ret, Shape};
+use crate::tokens::respan;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -84,7 +85,7 @@ pub(crate) fn expand(op: &Op<'_>) -> TokenStream {
             #schema
 
             #p::inventory::submit! {
-                #p::schema::registry::OpEntry {
+                #p::OpEntry {
                     schema,
                     handler_symbol: HANDLER_SYMBOL,
                 }
@@ -102,6 +103,55 @@ fn element(p: &TokenStream, ty: &syn::Type) -> TokenStream {
     quote_spanned!(ty.span()=> <#ty as #p::types::Element>::ELEMENT_TYPE)
 }
 
+/// The `where` clause of every generated function that names the user's types (`definition`,
+/// the shim, the handler): one bound per type and trait, spanned (trait path included) at the
+/// user's type. Inside those functions the bounds are assumed, so a type that does not satisfy
+/// one is reported once: where `schema()` calls `definition()`, pointing at the bound, that is
+/// at the user's type.
+fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
+    // Every bound is higher-ranked (`for<'__f>`), even where the trait has no lifetime: a bound
+    // without one that does not hold would also be reported where it is declared, a second
+    // report of the same mistake.
+    let bound = |ty: &syn::Type, tr: TokenStream| {
+        let lead = respan(quote!(for<'__f>), ty.span());
+        let tr = respan(tr, ty.span());
+        quote!(#lead #ty: #tr)
+    };
+    let hr_bound = |ty: &syn::Type, tr: TokenStream| {
+        let lead = respan(quote!(for<'__f>), ty.span());
+        let tr = respan(tr, ty.span());
+        quote!(#lead #ty: #tr)
+    };
+    let mut out: Vec<TokenStream> = Vec::new();
+    for prm in &op.params {
+        match &prm.kind {
+            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => {
+                out.push(bound(elem.ty, quote!(#p::types::Element)));
+            }
+            Kind::External { inner, .. } => {
+                out.push(bound(inner, quote!(#p::descriptor::Descriptor)));
+            }
+            Kind::Attr(AttrKind::Value(t)) => {
+                out.push(hr_bound(t, quote!(#p::ffi::AttrValue<'__f>)));
+            }
+            Kind::Attr(AttrKind::Slice(_, e)) => {
+                out.push(bound(e, quote!(#p::ffi::ArrayAttrElement)));
+            }
+            Kind::Attr(AttrKind::Ref(t)) => {
+                out.push(hr_bound(t, quote!(#p::ffi::AttrRef<'__f>)));
+            }
+            Kind::Invalid(..) => {}
+        }
+    }
+    if let Ret::Opaque(t) = &op.ret {
+        out.push(bound(t, quote!(#p::descriptor::Descriptor)));
+    }
+    // One bound per type and trait (`x: TensorRef<'_, f32>, y: TensorMut<'_, f32>` need one).
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|b| seen.insert(b.to_string()));
+    quote!(where #(#out),*)
+}
+
 fn option_usize(v: &Option<usize>) -> TokenStream {
     match v {
         Some(r) => quote!(::core::option::Option::Some(#r)),
@@ -110,6 +160,7 @@ fn option_usize(v: &Option<usize>) -> TokenStream {
 }
 
 fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStream {
+    let bounds = bounds(op, p);
     let name = &op.name;
     let target = &op.target;
     let api_version = op.api_version;
@@ -132,7 +183,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                     <#inner as #p::descriptor::Descriptor>::layout());
                 quote!(#p::external_param(#pname, #mutable, #layout))
             }
-            Kind::Attr(AttrKind::Value(t)) => {
+            Kind::Attr(AttrKind::Value(t) | AttrKind::Slice(t, _)) => {
                 let ty =
                     quote_spanned!(t.span()=> <#t as #p::ffi::AttrValue<'static>>::attr_type());
                 quote!(#p::attr_param(#pname, #ty))
@@ -197,9 +248,10 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
         }
     };
     quote! {
-        /// The op's definition: its schema and what the runtime derives from it.
-        #[doc(hidden)]
-        pub fn __def() -> &'static #p::OpDef {
+        /// The op's definition: its schema and the plan the runtime derives from it once (operand
+        /// and result order, shape rules, aliases, partitioning), which the lowering and the
+        /// handler both read.
+        pub fn definition() -> &'static #p::OpDef #bounds {
             static DEF: #p::OnceLock<#p::OpDef> = #p::OnceLock::new();
             DEF.get_or_init(|| #p::OpDef::new(#p::op_schema(
                 #name,
@@ -214,7 +266,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
 
         /// The op's schema.
         pub fn schema() -> &'static #sch::OpSchema {
-            __def().schema()
+            definition().schema()
         }
 
         /// The op's schema in PyTorch FunctionSchema syntax.
@@ -225,6 +277,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
 }
 
 fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
+    let bounds = bounds(op, p);
     let ffi = quote!(#p::ffi);
     let symbol = Ident::new(&handler_symbol(&op.target), Span::call_site());
     let user_fn = op.ident;
@@ -260,7 +313,7 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
                 call_args.push(quote!(&mut #id));
                 write_back.push(quote!(__b.write_back(&#id)?;));
             }
-            Kind::Attr(AttrKind::Value(_)) => {
+            Kind::Attr(AttrKind::Value(_) | AttrKind::Slice(..)) => {
                 binds.push(quote_spanned!(at=> let #id = __b.attr()?;));
                 call_args.push(quote!(#id));
             }
@@ -283,11 +336,11 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn #symbol(
             frame: *mut #ffi::abi::XLA_FFI_CallFrame,
-        ) -> *mut #ffi::abi::XLA_FFI_Error {
+        ) -> *mut #ffi::abi::XLA_FFI_Error #bounds {
             // SAFETY: this function's contract: `frame` is null (which `run` refuses) or a call
             // frame valid for the duration of the call.
             unsafe {
-                #ffi::run(frame, __def(), |__b| {
+                #ffi::run(frame, definition(), |__b| {
                     #(#binds)*
                     __b.finish(super::#user_fn(#(#call_args),*))?;
                     #(#write_back)*
@@ -299,6 +352,7 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
 }
 
 fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStream {
+    let bounds = bounds(op, p);
     let lw = quote!(#p::lower);
     let sup = quote!(#p::op_support);
     let name = &op.name;
@@ -318,10 +372,15 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
                 args.push(quote_spanned!(inner.span()=> #id: &#lw::Desc<#inner>));
                 operands.push(quote!(#id.value()));
             }
-            Kind::Attr(_) => {
+            Kind::Attr(kind) => {
                 let ty = prm.ty;
                 args.push(quote!(#id: #ty));
-                attrs.push(quote_spanned!(ty.span()=> #sup::IntoAttr::into_attr(#id)));
+                attrs.push(match kind {
+                    AttrKind::Value(t) | AttrKind::Slice(t, _) => quote_spanned!(ty.span()=>
+                        <#t as #p::ffi::AttrValue<'_>>::lit(&#id)),
+                    AttrKind::Ref(t) => quote_spanned!(ty.span()=>
+                        <#t as #p::ffi::AttrRef<'_>>::lit(#id)),
+                });
             }
             Kind::Output { .. } | Kind::Invalid(..) => {}
         }
@@ -383,11 +442,11 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
             pub fn call(
                 __f: &mut #lw::FuncBuilder<'_>,
                 #(#args),*
-            ) -> ::core::result::Result<#ret_ty, #lw::BuildError> {
+            ) -> ::core::result::Result<#ret_ty, #lw::BuildError> #bounds {
                 #[allow(unused_mut, unused_variables)]
                 let mut __r = #sup::Results::new(#sup::call_op(
                     __f,
-                    __def(),
+                    definition(),
                     &[#(#operands),*],
                     ::core::convert::From::from([#(#attrs),*]),
                 )?);

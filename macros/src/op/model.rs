@@ -50,8 +50,10 @@ pub(crate) enum Dim {
 /// How an attribute parameter is passed. Which types are allowed is the runtime's attribute
 /// traits' business (`AttrValue`, `AttrRef`), not a list here.
 pub(crate) enum AttrKind<'a> {
-    /// By value: a scalar, `bool`, or a slice `&[T]`; the whole type.
+    /// By value: a scalar or `bool`; the whole type.
     Value(&'a syn::Type),
+    /// An array, `&[T]`: the whole type and `T`.
+    Slice(&'a syn::Type, &'a syn::Type),
     /// By reference, `&T` (`&str`, a descriptor): `T`.
     Ref(&'a syn::Type),
 }
@@ -326,10 +328,10 @@ fn classify_attr(ty: &syn::Type) -> Kind<'_> {
             r.span(),
             "an attribute is read-only: take it by value or as `&T`, not `&mut T`".into(),
         ),
-        syn::Type::Reference(r) if matches!(*r.elem, syn::Type::Slice(_)) => {
-            Kind::Attr(AttrKind::Value(ty))
-        }
-        syn::Type::Reference(r) => Kind::Attr(AttrKind::Ref(&r.elem)),
+        syn::Type::Reference(r) => match &*r.elem {
+            syn::Type::Slice(sl) => Kind::Attr(AttrKind::Slice(ty, &sl.elem)),
+            inner => Kind::Attr(AttrKind::Ref(inner)),
+        },
         _ => Kind::Attr(AttrKind::Value(ty)),
     }
 }

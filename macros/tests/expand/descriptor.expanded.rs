@@ -65,53 +65,38 @@ const _: () = {
             > = ::customop::__private::OnceLock::new();
             LAYOUT
                 .get_or_init(|| {
-                    let __layout = ::customop::__private::descriptor::Layout::build(
+                    ::customop::__private::descriptor_layout(
                         "my_lib::Cfg",
                         <Self as ::customop::__private::descriptor::Descriptor>::ALIGN,
                         <Self as ::customop::__private::descriptor::Descriptor>::FIXED_SIZE,
                         <Cfg as ::customop::__private::descriptor::Descriptor>::PACKED_SIZE,
                         ::core::convert::From::from([
-                            ::customop::__private::descriptor::FieldLayout {
-                                name: ::customop::__private::ToString::to_string("scale"),
-                                offset: ::core::option::Option::Some(
-                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize],
+                            ::customop::__private::fixed_field(
+                                "scale",
+                                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[0usize],
+                                <f32 as ::customop::__private::descriptor::Wire>::SIZE,
+                                <f32 as ::customop::__private::descriptor::Wire>::describe(),
+                            ),
+                            ::customop::__private::fixed_field(
+                                "mode",
+                                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
+                                <Mode as ::customop::__private::descriptor::Wire>::SIZE,
+                                <Mode as ::customop::__private::descriptor::Wire>::describe(),
+                            ),
+                            ::customop::__private::fixed_field(
+                                "tag",
+                                <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
+                                <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
+                                <[u8; 4] as ::customop::__private::descriptor::Wire>::describe(),
+                            ),
+                            ::customop::__private::tail_field(
+                                "offsets",
+                                ::customop::__private::vec_type(
+                                    <u64 as ::customop::__private::descriptor::Wire>::describe(),
                                 ),
-                                size: <f32 as ::customop::__private::descriptor::Wire>::SIZE,
-                                ty: <f32 as ::customop::__private::descriptor::Wire>::describe(),
-                            },
-                            ::customop::__private::descriptor::FieldLayout {
-                                name: ::customop::__private::ToString::to_string("mode"),
-                                offset: ::core::option::Option::Some(
-                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[1usize],
-                                ),
-                                size: <Mode as ::customop::__private::descriptor::Wire>::SIZE,
-                                ty: <Mode as ::customop::__private::descriptor::Wire>::describe(),
-                            },
-                            ::customop::__private::descriptor::FieldLayout {
-                                name: ::customop::__private::ToString::to_string("tag"),
-                                offset: ::core::option::Option::Some(
-                                    <Self as ::customop::__private::descriptor::Descriptor>::__OFFSETS[2usize],
-                                ),
-                                size: <[u8; 4] as ::customop::__private::descriptor::Wire>::SIZE,
-                                ty: <[u8; 4] as ::customop::__private::descriptor::Wire>::describe(),
-                            },
-                            ::customop::__private::descriptor::FieldLayout {
-                                name: ::customop::__private::ToString::to_string("offsets"),
-                                offset: ::core::option::Option::None,
-                                size: 0,
-                                ty: ::customop::__private::descriptor::TypeLayout::Vec {
-                                    element: ::customop::__private::Box::new(
-                                        <u64 as ::customop::__private::descriptor::Wire>::describe(),
-                                    ),
-                                },
-                            },
+                            ),
                         ]),
-                    );
-                    ::customop::__private::descriptor::registry::record(
-                        __layout.fingerprint,
-                        "my_lib::Cfg",
-                    );
-                    __layout
+                    )
                 })
         }
         fn __payload_len(&self) -> usize {
@@ -230,20 +215,11 @@ const _: () = {
         const SIZE: usize = ::core::mem::size_of::<u8>();
         const ALIGN: usize = ::core::mem::size_of::<u8>();
         fn describe() -> ::customop::__private::descriptor::TypeLayout {
-            ::customop::__private::descriptor::TypeLayout::Enum {
-                name: ::customop::__private::ToString::to_string("Mode"),
-                repr: ::customop::__private::ToString::to_string("u8"),
-                variants: ::core::convert::From::from([
-                    ::customop::__private::descriptor::EnumVariant {
-                        name: ::customop::__private::ToString::to_string("Fast"),
-                        value: 0i64,
-                    },
-                    ::customop::__private::descriptor::EnumVariant {
-                        name: ::customop::__private::ToString::to_string("Exact"),
-                        value: 1i64,
-                    },
-                ]),
-            }
+            ::customop::__private::enum_type(
+                "Mode",
+                "u8",
+                &[("Fast", 0i64), ("Exact", 1i64)],
+            )
         }
         #[inline]
         fn write(&self, __out: &mut [u8]) {

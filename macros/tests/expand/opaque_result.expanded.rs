@@ -13,9 +13,14 @@ pub mod make_stats {
     pub const API_VERSION: u32 = 4u32;
     /// The exported handler's symbol.
     pub const HANDLER_SYMBOL: &str = "customop_handler_example_make_stats";
-    /// The op's definition: its schema and what the runtime derives from it.
-    #[doc(hidden)]
-    pub fn __def() -> &'static ::customop::__private::OpDef {
+    /// The op's definition: its schema and the plan the runtime derives from it once (operand
+    /// and result order, shape rules, aliases, partitioning), which the lowering and the
+    /// handler both read.
+    pub fn definition() -> &'static ::customop::__private::OpDef
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> Stats: ::customop::__private::descriptor::Descriptor,
+    {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
         DEF.get_or_init(|| ::customop::__private::OpDef::new(
             ::customop::__private::op_schema(
@@ -41,15 +46,14 @@ pub mod make_stats {
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
-        __def().schema()
+        definition().schema()
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::schema::registry::OpEntry { schema, handler_symbol :
-        HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc =
@@ -57,10 +61,12 @@ pub mod make_stats {
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
         ::customop::__private::lower::Desc < Stats >,
-        ::customop::__private::lower::BuildError > { #[allow(unused_mut,
+        ::customop::__private::lower::BuildError > where for < '__f > f32 :
+        ::customop::__private::types::Element, for < '__f > Stats :
+        ::customop::__private::descriptor::Descriptor { #[allow(unused_mut,
         unused_variables)] let mut __r =
         ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
-        __def(), & [x], ::core::convert::From::from([]),) ?); __r.desc() }
+        definition(), & [x], ::core::convert::From::from([]),) ?); __r.desc() }
     }
     /**The XLA FFI handler of `example::make_stats` (register it for target `example.make_stats`).
 
@@ -69,11 +75,15 @@ pub mod make_stats {
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn customop_handler_example_make_stats(
         frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
-    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error {
+    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> Stats: ::customop::__private::descriptor::Descriptor,
+    {
         unsafe {
             ::customop::__private::ffi::run(
                 frame,
-                __def(),
+                definition(),
                 |__b| {
                     let x = __b.input()?;
                     __b.finish(super::make_stats(x))?;

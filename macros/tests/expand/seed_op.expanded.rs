@@ -17,9 +17,15 @@ pub mod custom_op_external {
     pub const API_VERSION: u32 = 4u32;
     /// The exported handler's symbol.
     pub const HANDLER_SYMBOL: &str = "customop_handler_my_custom_library_custom_op_external";
-    /// The op's definition: its schema and what the runtime derives from it.
-    #[doc(hidden)]
-    pub fn __def() -> &'static ::customop::__private::OpDef {
+    /// The op's definition: its schema and the plan the runtime derives from it once (operand
+    /// and result order, shape rules, aliases, partitioning), which the lowering and the
+    /// handler both read.
+    pub fn definition() -> &'static ::customop::__private::OpDef
+    where
+        for<'__f> Blob: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> i8: ::customop::__private::types::Element,
+    {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
         DEF.get_or_init(|| ::customop::__private::OpDef::new(
             ::customop::__private::op_schema(
@@ -66,15 +72,14 @@ pub mod custom_op_external {
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
-        __def().schema()
+        definition().schema()
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::schema::registry::OpEntry { schema, handler_symbol :
-        HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc =
@@ -82,10 +87,14 @@ pub mod custom_op_external {
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, blob :
         & ::customop::__private::lower::Desc < Blob >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
-        ::customop::__private::lower::Value, ::customop::__private::lower::BuildError > {
-        #[allow(unused_mut, unused_variables)] let mut __r =
+        ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
+        where for < '__f > Blob : ::customop::__private::descriptor::Descriptor, for <
+        '__f > f32 : ::customop::__private::types::Element, for < '__f > i8 :
+        ::customop::__private::types::Element { #[allow(unused_mut, unused_variables)]
+        let mut __r =
         ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
-        __def(), & [blob.value(), x], ::core::convert::From::from([]),) ?); __r.value() }
+        definition(), & [blob.value(), x], ::core::convert::From::from([]),) ?); __r
+        .value() }
     }
     /**The XLA FFI handler of `my_custom_library::custom_op_external` (register it for target `my_custom_library.custom_op_external`).
 
@@ -94,11 +103,16 @@ pub mod custom_op_external {
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn customop_handler_my_custom_library_custom_op_external(
         frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
-    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error {
+    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error
+    where
+        for<'__f> Blob: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> i8: ::customop::__private::types::Element,
+    {
         unsafe {
             ::customop::__private::ffi::run(
                 frame,
-                __def(),
+                definition(),
                 |__b| {
                     let blob = __b.external::<Blob>()?;
                     let x = __b.input()?;

@@ -20,9 +20,17 @@ pub mod step {
     pub const API_VERSION: u32 = 4u32;
     /// The exported handler's symbol.
     pub const HANDLER_SYMBOL: &str = "customop_handler_example_step";
-    /// The op's definition: its schema and what the runtime derives from it.
-    #[doc(hidden)]
-    pub fn __def() -> &'static ::customop::__private::OpDef {
+    /// The op's definition: its schema and the plan the runtime derives from it once (operand
+    /// and result order, shape rules, aliases, partitioning), which the lowering and the
+    /// handler both read.
+    pub fn definition() -> &'static ::customop::__private::OpDef
+    where
+        for<'__f> Counter: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+        for<'__f> str: ::customop::__private::ffi::AttrRef<'__f>,
+        for<'__f> Cfg: ::customop::__private::ffi::AttrRef<'__f>,
+    {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
         DEF.get_or_init(|| ::customop::__private::OpDef::new(
             ::customop::__private::op_schema(
@@ -76,15 +84,14 @@ pub mod step {
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
-        __def().schema()
+        definition().schema()
     }
     /// The op's schema in PyTorch FunctionSchema syntax.
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::schema::registry::OpEntry { schema, handler_symbol :
-        HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc = r" The op's results."] #[derive(Debug, Clone)] pub struct Outputs { pub y
@@ -94,13 +101,18 @@ pub mod step {
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, state :
         & ::customop::__private::lower::Desc < Counter >, x : &
         ::customop::__private::lower::Value, eps : f32, label : & str, cfg : & Cfg) ->
-        ::core::result::Result < Outputs, ::customop::__private::lower::BuildError > {
-        #[allow(unused_mut, unused_variables)] let mut __r =
+        ::core::result::Result < Outputs, ::customop::__private::lower::BuildError >
+        where for < '__f > Counter : ::customop::__private::descriptor::Descriptor, for <
+        '__f > f32 : ::customop::__private::types::Element, for < '__f > f32 :
+        ::customop::__private::ffi::AttrValue < '__f >, for < '__f > str :
+        ::customop::__private::ffi::AttrRef < '__f >, for < '__f > Cfg :
+        ::customop::__private::ffi::AttrRef < '__f > { #[allow(unused_mut,
+        unused_variables)] let mut __r =
         ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
-        __def(), & [state.value(), x],
-        ::core::convert::From::from([::customop::__private::op_support::IntoAttr::into_attr(eps),
-        ::customop::__private::op_support::IntoAttr::into_attr(label),
-        ::customop::__private::op_support::IntoAttr::into_attr(cfg)]),) ?);
+        definition(), & [state.value(), x], ::core::convert::From::from([< f32 as
+        ::customop::__private::ffi::AttrValue < '_ >> ::lit(& eps), < str as
+        ::customop::__private::ffi::AttrRef < '_ >> ::lit(label), < Cfg as
+        ::customop::__private::ffi::AttrRef < '_ >> ::lit(cfg)]),) ?);
         ::core::result::Result::Ok(Outputs { y : __r.value() ?, state : __r.desc() ? }) }
     }
     /**The XLA FFI handler of `example::step` (register it for target `example.step`).
@@ -110,11 +122,18 @@ pub mod step {
     #[unsafe(no_mangle)]
     pub unsafe extern "C" fn customop_handler_example_step(
         frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
-    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error {
+    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error
+    where
+        for<'__f> Counter: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+        for<'__f> str: ::customop::__private::ffi::AttrRef<'__f>,
+        for<'__f> Cfg: ::customop::__private::ffi::AttrRef<'__f>,
+    {
         unsafe {
             ::customop::__private::ffi::run(
                 frame,
-                __def(),
+                definition(),
                 |__b| {
                     let mut state = __b.external::<Counter>()?;
                     let x = __b.input()?;

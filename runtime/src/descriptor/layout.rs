@@ -5,6 +5,7 @@ use serde::{Serialize, Serializer};
 
 /// The layout of one descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Layout {
     /// The descriptor's name (`my_lib::Blob`).
     pub name: String,
@@ -25,6 +26,7 @@ pub struct Layout {
 
 /// One field of a [`Layout`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FieldLayout {
     /// The field's name.
     pub name: String,
@@ -40,6 +42,7 @@ pub struct FieldLayout {
 /// The type of a descriptor field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TypeLayout {
     /// `bool`: one byte, 0 or 1.
     Bool,
@@ -64,6 +67,7 @@ pub enum TypeLayout {
     /// `f64`.
     F64,
     /// `[T; N]`.
+    #[non_exhaustive]
     Array {
         /// `N`.
         len: usize,
@@ -71,11 +75,13 @@ pub enum TypeLayout {
         element: Box<TypeLayout>,
     },
     /// A nested descriptor, stored inline (its payload, without a header).
+    #[non_exhaustive]
     Struct {
         /// Its layout.
         layout: Box<Layout>,
     },
     /// A field-less enum stored as its `repr` integer.
+    #[non_exhaustive]
     Enum {
         /// The enum's name.
         name: String,
@@ -85,6 +91,7 @@ pub enum TypeLayout {
         variants: Vec<EnumVariant>,
     },
     /// `Vec<T>`: a tail of a u32 count then the elements.
+    #[non_exhaustive]
     Vec {
         /// `T` (fixed layout).
         element: Box<TypeLayout>,
@@ -95,6 +102,7 @@ pub enum TypeLayout {
 
 /// A variant of an enum field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct EnumVariant {
     /// The variant's name.
     pub name: String,

@@ -153,8 +153,7 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Checks a packed descriptor's header and returns its payload.
-#[doc(hidden)]
-pub fn check_header<'b>(
+fn check_header<'b>(
     bytes: &'b [u8],
     name: &'static str,
     fingerprint: u64,
@@ -209,7 +208,7 @@ pub fn check_header<'b>(
 
 /// The descriptors this process knows by fingerprint, so that a mismatch can say what the bytes
 /// were packed as.
-pub mod registry {
+pub(crate) mod registry {
     use std::sync::Mutex;
 
     static KNOWN: Mutex<Vec<(u64, &'static str)>> = Mutex::new(Vec::new());

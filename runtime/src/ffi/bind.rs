@@ -3,10 +3,10 @@
 //! ...) and the binder knows, from the schema alone, which operand, attribute or result each one
 //! is and what shape each output must have.
 
-use super::{CallCx, NotBool, handle, op_err};
+use super::{AttrRef, AttrValue, CallCx, handle, op_err};
 use crate::descriptor::Descriptor;
 use crate::plan::{OpDef, Plan, ResultPlan, Slot};
-use crate::schema::{AttrType, OpSchema, ParamKind};
+use crate::schema::{OpSchema, ParamKind};
 use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
 use crate::types::Element;
 use core::cell::Cell;
@@ -233,113 +233,5 @@ impl<T: Descriptor> KernelResult for Opaque<T> {
             return Err(b.mismatch(name, "an opaque result"));
         }
         b.cx.write_descriptor(i, name, &self.0)
-    }
-}
-
-/// A type that a `#[attr]` parameter can have by value: `bool`, an integer or float scalar, or
-/// `&[T]` of scalars. Gives the schema's attribute type and reads the value from XLA's
-/// attributes, checking its type.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an attribute of a custom op",
-    label = "not an attribute type",
-    note = "attributes are bool, i8..i64, u8..u64, f32, f64, `&str`, `&[T]` of i8..i64, f32 or \
-            f64, or `&T` of a descriptor"
-)]
-pub trait AttrValue<'f>: Sized {
-    /// The schema's attribute type.
-    fn attr_type() -> AttrType;
-    /// Reads attribute `name` of this type from the call.
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError>;
-}
-
-macro_rules! scalar_attr {
-    ($($t:ty),*) => {$(
-        impl<'f> AttrValue<'f> for $t {
-            fn attr_type() -> AttrType {
-                AttrType::Scalar { dtype: <$t as Element>::ELEMENT_TYPE }
-            }
-            fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
-                cx.attr_scalar::<$t>(name)
-            }
-        }
-    )*};
-}
-scalar_attr!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
-
-impl<'f> AttrValue<'f> for bool {
-    fn attr_type() -> AttrType {
-        AttrType::Bool
-    }
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
-        cx.attr_bool(name)
-    }
-}
-
-/// The element types of array attributes.
-pub trait ArrayAttrElement: Element + NotBool {}
-macro_rules! array_attr_element {
-    ($($t:ty),*) => {$(impl ArrayAttrElement for $t {})*};
-}
-array_attr_element!(i8, i16, i32, i64, f32, f64);
-
-impl<'f, T: ArrayAttrElement> AttrValue<'f> for &'f [T] {
-    fn attr_type() -> AttrType {
-        AttrType::Array {
-            dtype: T::ELEMENT_TYPE,
-        }
-    }
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self, OpError> {
-        cx.attr_array::<T>(name)
-    }
-}
-
-/// A type that a `#[attr]` parameter can point at, `&V`: `str`, or a descriptor (packed into
-/// the attribute, unpacked with full validation). `Held` is what the handler keeps for the
-/// kernel's reference.
-#[diagnostic::on_unimplemented(
-    message = "`&{Self}` cannot be an attribute of a custom op",
-    label = "neither `str` nor a descriptor",
-    note = "a reference attribute is `&str` or `&T` with `T: Descriptor` (add \
-            `#[derive(Descriptor)]` to `{Self}`)"
-)]
-pub trait AttrRef<'f> {
-    /// What the handler holds.
-    type Held: core::ops::Deref<Target = Self>;
-    /// The schema's attribute type.
-    fn attr_type() -> AttrType;
-    /// Reads attribute `name` from the call.
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self::Held, OpError>;
-}
-
-impl<'f> AttrRef<'f> for str {
-    type Held = &'f str;
-    fn attr_type() -> AttrType {
-        AttrType::Str
-    }
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<&'f str, OpError> {
-        cx.attr_str(name)
-    }
-}
-
-/// A descriptor the handler unpacked, for a kernel's `&T` attribute.
-#[derive(Debug)]
-pub struct Held<T>(T);
-
-impl<T> core::ops::Deref for Held<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<'f, T: Descriptor> AttrRef<'f> for T {
-    type Held = Held<T>;
-    fn attr_type() -> AttrType {
-        AttrType::Descriptor {
-            descriptor: T::layout().clone(),
-        }
-    }
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Held<T>, OpError> {
-        cx.attr_descriptor::<T>(name).map(Held)
     }
 }

@@ -5,9 +5,11 @@
 //! lives in this module, at the C boundary; everything a kernel sees is checked first.
 
 pub mod abi;
+mod attr;
 mod bind;
 
-pub use bind::{AttrRef, AttrValue, Binder, Held, run};
+pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Held};
+pub use bind::{Binder, run};
 
 use crate::descriptor::Descriptor;
 use crate::tensor::{ANY_RANK, ErrorCode, OpError, TensorMut, TensorRef};

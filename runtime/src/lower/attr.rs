@@ -135,6 +135,45 @@ impl fmt::Display for Attr {
     }
 }
 
+impl From<crate::ffi::AttrLit> for Attr {
+    /// An op attribute's value as MLIR: typed scalars (`3 : ui8`, `0.5 : f32`), strings for
+    /// bytes, `array<T: ...>` for arrays.
+    fn from(lit: crate::ffi::AttrLit) -> Attr {
+        use crate::ffi::AttrLit;
+        use crate::types::ElementType;
+        match lit {
+            AttrLit::Bool(b) => Attr::Bool(b),
+            AttrLit::Int(v, ty) => Attr::Int(v, ty.mlir_name()),
+            // An f32 literal was widened exactly, so narrowing it back is exact.
+            AttrLit::Float(v, ElementType::F32) => Attr::F32(v as f32),
+            AttrLit::Float(v, _) => Attr::F64(v),
+            AttrLit::Bytes(b) => Attr::Str(b),
+            AttrLit::IntArray(ty, values) => {
+                let mut s = format!("array<{}", ty.mlir_name());
+                for (i, v) in values.iter().enumerate() {
+                    s.push_str(if i == 0 { ": " } else { ", " });
+                    s.push_str(&v.to_string());
+                }
+                s.push('>');
+                Attr::Raw(s)
+            }
+            AttrLit::FloatArray(ty, values) => {
+                let mut s = format!("array<{}", ty.mlir_name());
+                for (i, &v) in values.iter().enumerate() {
+                    s.push_str(if i == 0 { ": " } else { ", " });
+                    let _ = if ty == ElementType::F32 {
+                        write_f32(&mut s, v as f32)
+                    } else {
+                        write_f64(&mut s, v)
+                    };
+                }
+                s.push('>');
+                Attr::Raw(s)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! rule), so that generated `call` shims only pass their arguments on.
 
 use super::{ApiVersion, Attr, BackendConfig, BuildError, CustomCall, FuncBuilder, Value};
+use crate::ffi::AttrLit;
 use crate::plan::{OpDef, ResultPlan};
 use crate::schema::ParamKind;
 use crate::types::{ElementType, TensorType};
@@ -14,7 +15,7 @@ pub fn call_op(
     f: &mut FuncBuilder<'_>,
     def: &OpDef,
     operands: &[&Value],
-    attrs: Vec<Attr>,
+    attrs: Vec<AttrLit>,
 ) -> Result<Vec<Value>, BuildError> {
     let schema = def.schema();
     let op = schema.name.as_str();
@@ -63,7 +64,7 @@ pub fn call_op(
     let config: Vec<(String, Attr)> = attr_names
         .into_iter()
         .map(str::to_string)
-        .zip(attrs)
+        .zip(attrs.into_iter().map(Attr::from))
         .collect();
     let mut results = Vec::with_capacity(plan.results.len());
     for (r, rs) in plan.results.iter().zip(&schema.results) {
