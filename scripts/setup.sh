@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what customop's demo and tests need, idempotently:
 #   - Debian's LLVM/MLIR 22 packages (melior links MLIR statically),
-#   - a Python venv with pinned jax/jaxlib for the XLA harness, kept in a cache outside the
-#     clone (${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/customop}/xla-venv-<requirements
-#     hash>, so that every clone and CI run on the machine reuses it) and linked as
-#     target/xla-venv,
+#   - a Python venv with pinned jax/jaxlib (XLA harness) and torch/torch_xla (the PyTorch
+#     path), kept in a cache outside the clone
+#     (${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/customop}/xla-venv-<requirements hash>,
+#     so that every clone and CI run on the machine reuses it) and linked as target/xla-venv,
+#   - this clone's Python package (python/, `customop`) installed into that venv, every time
+#     (a few seconds; the venv is shared, so the last clone to run wins),
 #   - mdbook at a pinned version, for the book.
 # Each step checks first and does nothing when its part is already there.
 set -euo pipefail
@@ -60,7 +62,7 @@ find_python() {
 }
 venv_ok() {
   [ -x "$VENV/bin/python" ] && [ -f "$VENV/.requirements" ] && cmp -s "$REQ" "$VENV/.requirements" &&
-    "$VENV/bin/python" -c 'import jax, jaxlib, numpy' >/dev/null 2>&1
+    "$VENV/bin/python" -c 'import jax, jaxlib, numpy, torch, torch_xla' >/dev/null 2>&1
 }
 if ! venv_ok; then
   if ! base=$(find_python); then
@@ -81,6 +83,12 @@ if [ "$(readlink "$LINK" 2>/dev/null)" != "$VENV" ]; then
   rm -rf "$LINK"
   ln -s "$VENV" "$LINK"
 fi
+# customop's own package, from this clone (built in a temporary copy, so the clone stays clean).
+pkg=$(mktemp -d)
+cp -r python/. "$pkg"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+  --force-reinstall "$pkg" >/dev/null
+rm -rf "$pkg"
 
 # --- mdbook ----------------------------------------------------------------------------------
 if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then

@@ -9,10 +9,7 @@ Run (from the repository root, with the test venv):
     target/xla-venv/bin/python examples/jax/call_rust_op.py target/kernels/debug/libcustomop_example_kernels.so
 """
 
-import os
 import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -15,8 +15,6 @@ import sys
 
 # Four virtual CPU devices: must be asked for before jax is imported.
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402

@@ -16,11 +16,7 @@ import ctypes
 import json
 
 from . import descriptors
-
-# The schema's element type names (MLIR's) as numpy dtype names.
-_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-           "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
-           "f32": "float32", "f64": "float64"}
+from .schema import NUMPY_DTYPES, operand_names, result_specs
 
 
 class Library:
@@ -76,27 +72,13 @@ class Library:
         import numpy as np
 
         sch = self.op(name)["schema"]
-        names = [p["name"] for p in sch["params"] if p["kind"] in ("tensor", "external")]
+        names = operand_names(sch)
         if len(operands) != len(names):
             raise TypeError("%s takes %d operands (%s), got %d"
                             % (name, len(names), ", ".join(names), len(operands)))
         shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
-        results = []
-        for r in sch["results"]:
-            if r["kind"] == "tensor":
-                dims = []
-                for rule in r["shape"]:
-                    if rule["kind"] == "const":
-                        dims.append(rule["size"])
-                    elif rule["kind"] == "dim_of":
-                        dims.append(shapes[rule["param"]][rule["dim"]])
-                    else:
-                        dims.extend(shapes[rule["param"]])
-                results.append(jax.ShapeDtypeStruct(tuple(dims), np.dtype(_DTYPES[r["dtype"]])))
-            elif r["kind"] == "opaque":
-                results.append(jax.ShapeDtypeStruct((r["descriptor"]["packed_size"],), np.uint8))
-            else:
-                results.append(jax.ShapeDtypeStruct(shapes[r["param"]], np.uint8))
+        results = [jax.ShapeDtypeStruct(shape, np.dtype(NUMPY_DTYPES[dtype]))
+                   for _, shape, dtype in result_specs(sch, shapes)]
         out = jax.ffi.ffi_call(sch["target"], results if len(results) != 1 else results[0],
                                has_side_effect=sch["side_effect"])(*operands, **attrs)
         return out

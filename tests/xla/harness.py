@@ -70,9 +70,8 @@ def register_ffi(spec):
         return _fail("load", e)
     _LOADED[library] = lib
     if "targets" not in spec:
-        # A customop cdylib: register every op of its manifest.
-        import os
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        # A customop cdylib: register every op of its manifest (customop's Python package,
+        # installed into the venv by scripts/setup.sh).
         from customop.xla import Library
 
         try:

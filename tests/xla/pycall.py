@@ -7,10 +7,7 @@ Answer on stdout: {"ok": true, "result": ...} or {"ok": false, "error": "..."}.
 
 import importlib
 import json
-import os
 import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
 
 def decode(v):

@@ -7,9 +7,11 @@
 pub mod abi;
 mod attr;
 mod bind;
+mod eager;
 
 pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Held};
 pub use bind::{Binder, run};
+pub use eager::{CallAttr, CallTensor, customop_call};
 
 use crate::descriptor::Descriptor;
 use crate::tensor::{ANY_RANK, ErrorCode, OpError, TensorMut, TensorRef};

@@ -319,6 +319,11 @@ pub fn workspace_root() -> PathBuf {
 }
 
 impl Harness {
+    /// The venv's Python that the harness runs.
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
     /// Finds the venv's Python (`$CUSTOMOP_PYTHON`, else `target/xla-venv/bin/python`) and checks
     /// that it imports jax and jaxlib.
     pub fn locate() -> Result<Harness, String> {
