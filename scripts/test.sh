@@ -31,10 +31,17 @@ fi
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
+"$CUSTOMOP_PYTHON" examples/torch/seed.py "$CUSTOMOP_KERNELS"
 cargo run --locked -q -p customop-examples --bin seed
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
+step "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)"
+torch_log=target/test-torch.log
+"$CUSTOMOP_PYTHON" -m unittest tests/torch/test_torch.py 2>&1 | tee "$torch_log" | grep -v '^  '
+ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$torch_log")
+grep -qx OK "$torch_log" || { echo "the PyTorch tests failed" >&2; exit 1; }
+echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

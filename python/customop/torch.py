@@ -452,7 +452,9 @@ def _annotate(text, by_target, locations):
             for k, p in enumerate(ops):
                 if p["kind"] != "external":
                     continue
-                index = _trace(ir, op.operands[k], block, sch, p)
+                index = _trace(ir, op.operands[k], block, sch, p, by_target)
+                if index is None:
+                    continue  # the bytes another call of the library made (an opaque result)
                 prev = found.get(index)
                 if prev and prev[0]["descriptor"]["fingerprint"] != p["descriptor"]["fingerprint"]:
                     raise ExportError(
@@ -485,9 +487,9 @@ def _annotate(text, by_target, locations):
                     "external `%s` of %s comes from %s, %d bytes, but descriptor %s packs to %d "
                     "bytes" % (p["name"], opname, name, n, p["descriptor"]["name"], size))
             if elem == "i8":
+                # Only calls may read it: any other use would read the bytes as int8.
                 others = sorted({u.owner.name for u in arg.uses
-                                 if u.owner.name not in ("stablehlo.custom_call",
-                                                         "stablehlo.convert")})
+                                 if u.owner.name != "stablehlo.custom_call"})
                 if others:
                     raise ExportError(
                         "external `%s` of %s comes from %s, an int8 buffer that %s also use: "
@@ -511,9 +513,11 @@ def _walk(op):
                 yield from _walk(o.operation)
 
 
-def _trace(ir, value, block, sch, param):
+def _trace(ir, value, block, sch, param, by_target):
     """The entry argument index that `value` (an external operand) is, through converts and
-    reshapes of a whole buffer; an ExportError for anything else."""
+    reshapes of a whole buffer; None when it is the packed result of another call of the
+    library (an opaque result or updated external of the same descriptor); an ExportError for
+    anything else."""
     v = value
     while True:
         if isinstance(v, ir.BlockArgument):
@@ -521,8 +525,18 @@ def _trace(ir, value, block, sch, param):
             if arg.owner == block:
                 return arg.arg_number
             break
-        owner = ir.OpResult(v).owner
+        result = ir.OpResult(v)
+        owner = result.owner
         name = owner.name
+        if name == "stablehlo.custom_call":
+            producer = by_target.get(ir.StringAttr(owner.attributes["call_target_name"]).value)
+            if producer is not None:
+                r = producer["results"][result.result_number]
+                made = r.get("descriptor") or next(
+                    (p["descriptor"] for p in producer["params"] if p["name"] == r.get("param")),
+                    None)
+                if made is not None and made["fingerprint"] == param["descriptor"]["fingerprint"]:
+                    return None
         if name in ("stablehlo.convert", "stablehlo.reshape"):
             src = owner.operands[0]
             if _whole_bytes(ir, src.type, v.type):
