@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what customop's demo and tests need, idempotently:
-#   - Debian's LLVM/MLIR 22 packages (melior links MLIR statically),
+#   - Debian's LLVM/MLIR 22 packages (melior links MLIR statically), and valgrind (the
+#     handler-layer tests run under memcheck),
 #   - a Python venv with pinned jax/jaxlib (XLA harness) and torch/torch_xla (the PyTorch
 #     path), kept in a cache outside the clone
 #     (${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/customop}/xla-venv-<requirements hash>,
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 MDBOOK_VERSION=0.4.52
 APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev libclang-22-dev libpolly-22-dev
-  libzstd-dev libz3-dev libxml2-dev zlib1g-dev)
+  libzstd-dev libz3-dev libxml2-dev zlib1g-dev valgrind)
 REQ=tests/xla/requirements.txt
 CACHE="${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/customop}"
 VENV="$CACHE/xla-venv-$(sha256sum "$REQ" | cut -c1-16)"

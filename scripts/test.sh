@@ -28,6 +28,14 @@ export CUSTOMOP_KERNELS="$PWD/target/kernels/debug/libcustomop_example_kernels.s
 if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
   echo "the kernel cdylib links MLIR" >&2; exit 1
 fi
+step "the handler layer under valgrind memcheck (fabricated frames and eager calls, no MLIR)"
+bins=$(cargo test --locked -p customop-example-kernels --test frames --test eager --no-run 2>&1 |
+  sed -n 's/.*Executable tests\/[a-z_]*\.rs (\(.*\))/\1/p')
+[ -n "$bins" ] || { echo "no test binaries to run under valgrind" >&2; exit 1; }
+for b in $bins; do
+  valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 2>&1 | grep -E '^(test result|==[0-9]+==)'
+  echo "$b: valgrind memcheck, 0 errors"
+done
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
@@ -36,12 +44,18 @@ cargo run --locked -q -p customop-examples --bin seed
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
-step "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)"
-torch_log=target/test-torch.log
-"$CUSTOMOP_PYTHON" -m unittest tests/torch/test_torch.py 2>&1 | tee "$torch_log" | grep -v '^  '
-ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$torch_log")
-grep -qx OK "$torch_log" || { echo "the PyTorch tests failed" >&2; exit 1; }
-echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
+# Python unittest files, each counted in the closing total like a cargo test binary.
+py_tests() {
+  local what=$1 file=$2 out
+  out=target/test-$(basename "$file" .py).log
+  step "$what"
+  "$CUSTOMOP_PYTHON" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
+  grep -qx OK "$out" || { echo "$file failed" >&2; exit 1; }
+  ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$out")
+  echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
+}
+py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)" tests/torch/test_torch.py
+py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

@@ -45,7 +45,7 @@ fn bench(c: &mut Criterion) {
     let mut ret_types = [XLA_FFI_RET_TYPE_BUFFER; 1];
     let mut rets: [*mut core::ffi::c_void; 1] = [(&raw mut b_y).cast()];
     let mut frame = XLA_FFI_CallFrame {
-        struct_size: size_of::<XLA_FFI_CallFrame>(),
+        struct_size: XLA_FFI_CallFrame_STRUCT_SIZE,
         extension_start: null_mut(),
         api: null(),
         ctx: null_mut(),

@@ -428,13 +428,14 @@ fn kernel_errors_and_panics_become_xla_errors() {
     let e = out[0].as_ref().unwrap_err();
     assert!(
         e.message
-            .contains("custom op `example::checked_sqrt` failed: negative input -1"),
+            .contains("custom op `example::checked_sqrt` [kernel_error]: negative input -1"),
         "{e}"
     );
     let e = out[1].as_ref().unwrap_err();
     assert!(
-        e.message
-            .contains("custom op `example::unlucky`: the kernel panicked: unlucky number 13"),
+        e.message.contains(
+            "custom op `example::unlucky` [kernel_panic]: the kernel panicked: unlucky number 13"
+        ),
         "{e}"
     );
     assert!(e.message.contains("INTERNAL"), "{e}");

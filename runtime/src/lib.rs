@@ -27,7 +27,7 @@ pub mod attr {
 }
 
 pub use descriptor::{Descriptor, DescriptorError};
-pub use ffi::{CallAttr, CallTensor, customop_call, customop_manifest, manifest_json};
+pub use ffi::{CallAttr, CallTensor, Refusal, customop_call, customop_manifest, manifest_json};
 pub use schema::OpSchema;
 pub use tensor::{ErrorCode, OpError, Opaque, TensorMut, TensorRef};
 pub use types::{Element, ElementType, TensorType};

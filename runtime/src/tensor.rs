@@ -180,6 +180,7 @@ pub struct Opaque<T>(pub T);
 pub struct OpError {
     message: String,
     code: ErrorCode,
+    refusal: Option<crate::ffi::Refusal>,
 }
 
 /// XLA error codes a kernel can return (`XLA_FFI_Error_Code`).
@@ -217,6 +218,7 @@ impl OpError {
         OpError {
             message: message.into(),
             code: ErrorCode::Internal,
+            refusal: None,
         }
     }
 
@@ -225,12 +227,26 @@ impl OpError {
         OpError {
             message: message.into(),
             code: ErrorCode::InvalidArgument,
+            refusal: None,
         }
     }
 
     /// The same error with another code.
     pub fn with_code(mut self, code: ErrorCode) -> Self {
         self.code = code;
+        self
+    }
+
+    /// Which check of the handler layer made this error (`None` for an error a kernel made
+    /// itself, until the handler wraps it as [`Refusal::KernelError`](crate::Refusal)).
+    pub fn refusal(&self) -> Option<crate::ffi::Refusal> {
+        self.refusal
+    }
+
+    /// The same error, marked as made by `refusal`.
+    #[doc(hidden)]
+    pub fn with_refusal(mut self, refusal: crate::ffi::Refusal) -> Self {
+        self.refusal = Some(refusal);
         self
     }
 

@@ -123,6 +123,21 @@ fn rust_layout() -> BTreeMap<String, usize> {
     );
     layout!(m, XLA_FFI_Api { struct_size, extension_start, api_version, internal_api, error_create => XLA_FFI_Error_Create });
     m.remove("sizeof XLA_FFI_Api");
+    // The sizes XLA writes into `struct_size`, which the handler checks.
+    m.insert(
+        "XLA_FFI_CallFrame_STRUCT_SIZE".into(),
+        XLA_FFI_CallFrame_STRUCT_SIZE,
+    );
+    m.insert("XLA_FFI_Args_STRUCT_SIZE".into(), XLA_FFI_Args_STRUCT_SIZE);
+    m.insert("XLA_FFI_Rets_STRUCT_SIZE".into(), XLA_FFI_Rets_STRUCT_SIZE);
+    m.insert(
+        "XLA_FFI_Attrs_STRUCT_SIZE".into(),
+        XLA_FFI_Attrs_STRUCT_SIZE,
+    );
+    m.insert(
+        "XLA_FFI_Buffer_STRUCT_SIZE".into(),
+        XLA_FFI_Buffer_STRUCT_SIZE,
+    );
     m
 }
 
@@ -135,6 +150,7 @@ fn abi_structs_match_the_installed_header() {
     for key in rust.keys() {
         let expr = match key.strip_prefix("sizeof ") {
             Some(t) => format!("sizeof({t})"),
+            None if key.ends_with("_STRUCT_SIZE") => key.clone(),
             None => {
                 let (t, f) = key.split_once('.').unwrap();
                 format!("offsetof({t}, {f})")

@@ -2,6 +2,8 @@
 //! attributes (the eager path of the PyTorch front end), with the same checks as under XLA.
 //! No MLIR in this test binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use customop::{CallAttr, CallTensor, Descriptor, customop_call};
 use customop_example_kernels as k;
 use std::ffi::c_void;

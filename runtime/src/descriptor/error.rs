@@ -111,6 +111,29 @@ pub enum ErrorKind {
     },
 }
 
+impl ErrorKind {
+    /// The kind's stable snake_case name (`bad_magic`, `fingerprint_mismatch`, ...), which the
+    /// handler's messages carry.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ErrorKind::TooShort { .. } => "too_short",
+            ErrorKind::TooLong { .. } => "too_long",
+            ErrorKind::BadMagic { .. } => "bad_magic",
+            ErrorKind::UnsupportedVersion { .. } => "unsupported_version",
+            ErrorKind::ReservedBits { .. } => "reserved_bits",
+            ErrorKind::FingerprintMismatch { .. } => "fingerprint_mismatch",
+            ErrorKind::PayloadLength { .. } => "payload_length",
+            ErrorKind::InvalidBool { .. } => "invalid_bool",
+            ErrorKind::InvalidEnum { .. } => "invalid_enum",
+            ErrorKind::NonzeroPadding { .. } => "nonzero_padding",
+            ErrorKind::TailLength { .. } => "tail_length",
+            ErrorKind::InvalidUtf8 { .. } => "invalid_utf8",
+            ErrorKind::BufferTooSmall { .. } => "buffer_too_small",
+            ErrorKind::TooLarge { .. } => "too_large",
+        }
+    }
+}
+
 impl DescriptorError {
     /// An error of `kind` in descriptor `descriptor`, not in a particular field.
     #[cold]

@@ -3,7 +3,12 @@
 //! `struct_size` and `extension_start`; enums are 32-bit. `tests/ffi_layout.rs` compares sizes
 //! and offsets with the real header through a C compiler.
 
-#![allow(non_camel_case_types, missing_docs, missing_debug_implementations)]
+#![allow(
+    non_camel_case_types,
+    non_upper_case_globals,
+    missing_docs,
+    missing_debug_implementations
+)]
 
 use core::ffi::{c_char, c_void};
 
@@ -151,3 +156,16 @@ pub struct XLA_FFI_CallFrame {
     pub attrs: XLA_FFI_Attrs,
     pub future: *mut c_void,
 }
+
+/// `XLA_FFI_CallFrame_STRUCT_SIZE`: the frame's size up to `attrs` (the header's value, which
+/// XLA puts in `struct_size`; `future`, added later, is not counted).
+pub const XLA_FFI_CallFrame_STRUCT_SIZE: usize =
+    core::mem::offset_of!(XLA_FFI_CallFrame, attrs) + core::mem::size_of::<XLA_FFI_Attrs>();
+/// `XLA_FFI_Args_STRUCT_SIZE`.
+pub const XLA_FFI_Args_STRUCT_SIZE: usize = core::mem::size_of::<XLA_FFI_Args>();
+/// `XLA_FFI_Rets_STRUCT_SIZE`.
+pub const XLA_FFI_Rets_STRUCT_SIZE: usize = core::mem::size_of::<XLA_FFI_Rets>();
+/// `XLA_FFI_Attrs_STRUCT_SIZE`.
+pub const XLA_FFI_Attrs_STRUCT_SIZE: usize = core::mem::size_of::<XLA_FFI_Attrs>();
+/// `XLA_FFI_Buffer_STRUCT_SIZE`.
+pub const XLA_FFI_Buffer_STRUCT_SIZE: usize = core::mem::size_of::<XLA_FFI_Buffer>();

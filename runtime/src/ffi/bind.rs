@@ -3,7 +3,7 @@
 //! ...) and the binder knows, from the schema alone, which operand, attribute or result each one
 //! is and what shape each output must have.
 
-use super::{AttrRef, AttrValue, CallCx, handle, op_err};
+use super::{AttrRef, AttrValue, CallCx, Refusal, handle, op_err};
 use crate::descriptor::Descriptor;
 use crate::plan::{OpDef, Plan, ResultPlan, Slot};
 use crate::schema::{OpSchema, ParamKind};
@@ -49,7 +49,7 @@ pub unsafe fn run(
     let schema = def.schema();
     let op: &'static str = &schema.name;
     let body = |cx: &CallCx<'_>| {
-        let plan = def.plan().map_err(|e| op_err(op, e))?;
+        let plan = def.plan().map_err(|e| op_err(op, Refusal::BadBinding, e))?;
         cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
         body(&Binder {
             cx,
@@ -117,6 +117,7 @@ impl<'c, 'f> Binder<'c, 'f> {
     fn mismatch(&self, name: &str, want: &str) -> OpError {
         op_err(
             &self.schema.name,
+            Refusal::BadBinding,
             format!("the handler binds `{name}` as {want}, which the schema does not say"),
         )
     }
@@ -126,6 +127,7 @@ impl<'c, 'f> Binder<'c, 'f> {
     fn beyond(&self, what: &str, i: usize, n: usize) -> OpError {
         op_err(
             &self.schema.name,
+            Refusal::BadBinding,
             format!("the handler asks for {what} {i}, the schema has {n}"),
         )
     }
@@ -187,6 +189,7 @@ impl<'c, 'f> Binder<'c, 'f> {
                         .map_or("?", |p| p.name.as_str());
                     op_err(
                         &self.schema.name,
+                        Refusal::WrongRank,
                         format!(
                             "output `{name}` takes dimension {d} of `{param}`, which XLA passed \
                              with fewer dimensions"

@@ -201,7 +201,7 @@ pub unsafe extern "C" fn customop_call(
         error_create: Some(eager_error_create),
     };
     let mut frame = XLA_FFI_CallFrame {
-        struct_size: size_of::<XLA_FFI_CallFrame>(),
+        struct_size: XLA_FFI_CallFrame_STRUCT_SIZE,
         extension_start: null_mut(),
         api: &api,
         ctx: null_mut(),

@@ -8,10 +8,12 @@ pub mod abi;
 mod attr;
 mod bind;
 mod eager;
+mod refusal;
 
 pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Held};
 pub use bind::{Binder, run};
 pub use eager::{CallAttr, CallTensor, customop_call};
+pub use refusal::Refusal;
 
 use crate::descriptor::Descriptor;
 use crate::tensor::{ANY_RANK, ErrorCode, OpError, TensorMut, TensorRef};
@@ -41,9 +43,14 @@ impl core::fmt::Debug for CallCx<'_> {
     }
 }
 
-/// The error, prefixed with the op's name.
-fn op_err(op: &str, message: impl AsRef<str>) -> OpError {
-    OpError::invalid_argument(format!("custom op `{op}`: {}", message.as_ref()))
+/// The error, prefixed with the op's name and the refusal's code.
+#[cold]
+fn op_err(op: &str, refusal: Refusal, message: impl AsRef<str>) -> OpError {
+    OpError::invalid_argument(format!(
+        "custom op `{op}` [{refusal}]: {}",
+        message.as_ref()
+    ))
+    .with_refusal(refusal)
 }
 
 fn element_name(code: i32) -> String {
@@ -74,6 +81,7 @@ impl<'f> CallCx<'f> {
         if i as i64 >= size || types.is_null() || ptrs.is_null() {
             return Err(op_err(
                 self.op,
+                Refusal::NoSuchBuffer,
                 format!("XLA passed {size} {what}s; there is no {what} {i}"),
             ));
         }
@@ -81,7 +89,11 @@ impl<'f> CallCx<'f> {
         // for the duration of the call, and `i < size` was checked above.
         let (ty, ptr) = unsafe { (*types.add(i), *ptrs.add(i)) };
         if ty != buffer_type || ptr.is_null() {
-            return Err(op_err(self.op, format!("{what} {i} is not a buffer")));
+            return Err(op_err(
+                self.op,
+                Refusal::NotABuffer,
+                format!("{what} {i} is not a buffer"),
+            ));
         }
         // SAFETY: a BUFFER entry points at an XLA_FFI_Buffer that lives for the call.
         let b = unsafe { &*(ptr as *const XLA_FFI_Buffer) };
@@ -102,11 +114,20 @@ impl<'f> CallCx<'f> {
     fn element_count(&self, name: &str, dims: &[i64]) -> Result<usize, OpError> {
         let mut n: usize = 1;
         for &d in dims {
-            let d = usize::try_from(d)
-                .map_err(|_| op_err(self.op, format!("`{name}` has a negative dimension")))?;
-            n = n
-                .checked_mul(d)
-                .ok_or_else(|| op_err(self.op, format!("`{name}`'s shape overflows")))?;
+            let d = usize::try_from(d).map_err(|_| {
+                op_err(
+                    self.op,
+                    Refusal::BadShape,
+                    format!("`{name}` has a negative dimension"),
+                )
+            })?;
+            n = n.checked_mul(d).ok_or_else(|| {
+                op_err(
+                    self.op,
+                    Refusal::BadShape,
+                    format!("`{name}`'s shape overflows"),
+                )
+            })?;
         }
         Ok(n)
     }
@@ -116,6 +137,7 @@ impl<'f> CallCx<'f> {
         if raw.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
             return Err(op_err(
                 self.op,
+                Refusal::WrongDtype,
                 format!(
                     "parameter `{name}`: expected a tensor of {}, got {}",
                     T::ELEMENT_TYPE,
@@ -126,6 +148,7 @@ impl<'f> CallCx<'f> {
         if rank != ANY_RANK && raw.dims.len() != rank {
             return Err(op_err(
                 self.op,
+                Refusal::WrongRank,
                 format!(
                     "parameter `{name}`: expected rank {rank}, got shape {:?}",
                     raw.dims
@@ -133,10 +156,22 @@ impl<'f> CallCx<'f> {
             ));
         }
         let n = self.element_count(name, raw.dims)?;
-        if n > 0 && (raw.data.is_null() || (raw.data as usize) % core::mem::align_of::<T>() != 0) {
+        if n > 0 && raw.data.is_null() {
             return Err(op_err(
                 self.op,
-                format!("parameter `{name}`: misaligned or null buffer"),
+                Refusal::NullData,
+                format!("parameter `{name}`: {n} elements at a null pointer"),
+            ));
+        }
+        if n > 0 && (raw.data as usize) % core::mem::align_of::<T>() != 0 {
+            return Err(op_err(
+                self.op,
+                Refusal::Misaligned,
+                format!(
+                    "parameter `{name}`: buffer at {:p} is not aligned for {}",
+                    raw.data,
+                    T::ELEMENT_TYPE
+                ),
             ));
         }
         Ok(n)
@@ -158,6 +193,7 @@ impl<'f> CallCx<'f> {
         if (a, r) != (args, rets) {
             return Err(op_err(
                 self.op,
+                Refusal::WrongCount,
                 format!("expected {args} operands and {rets} results, XLA passed {a} and {r}"),
             ));
         }
@@ -180,8 +216,13 @@ impl<'f> CallCx<'f> {
             // output's memory is checked not to overlap it in `output_view`).
             unsafe { core::slice::from_raw_parts(raw.data as *const T, n) }
         };
-        TensorRef::new(data, raw.dims)
-            .map_err(|e| op_err(self.op, format!("parameter `{name}`: {e}")))
+        TensorRef::new(data, raw.dims).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadShape,
+                format!("parameter `{name}`: {e}"),
+            )
+        })
     }
 
     /// The byte range of every argument buffer (start, length).
@@ -201,12 +242,17 @@ impl<'f> CallCx<'f> {
     #[inline]
     fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
         if i >= 64 {
-            return Err(op_err(self.op, "more than 64 results are not supported"));
+            return Err(op_err(
+                self.op,
+                Refusal::TooManyResults,
+                "more than 64 results are not supported",
+            ));
         }
         let bit = 1u64 << i;
         if self.taken.get() & bit != 0 {
             return Err(op_err(
                 self.op,
+                Refusal::TakenTwice,
                 format!("result {i} (`{name}`) requested twice"),
             ));
         }
@@ -237,6 +283,7 @@ impl<'f> CallCx<'f> {
             self.typed::<T>(&raw, name, want.len())?;
             return Err(op_err(
                 self.op,
+                Refusal::WrongShape,
                 format!(
                     "output `{name}`: expected shape {want:?}, XLA passed {:?}",
                     raw.dims
@@ -250,6 +297,7 @@ impl<'f> CallCx<'f> {
             if bytes > 0 && len > 0 && start < a + len && a < start + bytes {
                 return Err(op_err(
                     self.op,
+                    Refusal::Overlap,
                     format!("output `{name}` overlaps an input buffer"),
                 ));
             }
@@ -263,7 +311,8 @@ impl<'f> CallCx<'f> {
             // is the only reference to it.
             unsafe { core::slice::from_raw_parts_mut(raw.data as *mut T, n) }
         };
-        TensorMut::new(data, raw.dims).map_err(|e| op_err(self.op, format!("output `{name}`: {e}")))
+        TensorMut::new(data, raw.dims)
+            .map_err(|e| op_err(self.op, Refusal::BadShape, format!("output `{name}`: {e}")))
     }
 
     /// The bytes of argument `i`, which must be a `ui8` vector.
@@ -274,7 +323,13 @@ impl<'f> CallCx<'f> {
     /// Unpacks argument `i`, a `tensor<Nxui8>` of packed `T`, with full validation.
     pub fn external<T: Descriptor>(&self, i: usize, name: &str) -> Result<T, OpError> {
         let bytes = self.bytes_arg(i, name)?;
-        T::unpack(bytes).map_err(|e| op_err(self.op, format!("external `{name}`: {e}")))
+        T::unpack(bytes).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadDescriptor,
+                format!("external `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
     }
 
     /// Packs `value` into result `i`, a `tensor<Nxui8>` of `T`'s packed size.
@@ -288,18 +343,27 @@ impl<'f> CallCx<'f> {
         let n = self.typed::<u8>(&raw, name, 1)?;
         self.take(i, name)?;
         if n == 0 {
-            return Err(op_err(self.op, format!("result `{name}` is empty")));
+            return Err(op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!("result `{name}` is empty"),
+            ));
         }
         // SAFETY: a `ui8` buffer of `n` bytes, valid for the call, handed out once (`take`).
         // It may alias the external's operand (output_operand_aliases); the operand's bytes
         // were copied into `value` before this, and no view of them is alive.
         let out = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut u8, n) };
-        let written = value
-            .pack_into(out)
-            .map_err(|e| op_err(self.op, format!("result `{name}`: {e}")))?;
+        let written = value.pack_into(out).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!("result `{name}`: {e}"),
+            )
+        })?;
         if written != n {
             return Err(op_err(
                 self.op,
+                Refusal::WrongShape,
                 format!(
                     "result `{name}` has {n} bytes, `{}` packs to {written}",
                     T::NAME
@@ -337,6 +401,7 @@ impl<'f> CallCx<'f> {
         }
         Err(op_err(
             self.op,
+            Refusal::MissingAttribute,
             format!("attribute `{name}` is missing from backend_config"),
         ))
     }
@@ -347,6 +412,7 @@ impl<'f> CallCx<'f> {
         if ty != XLA_FFI_ATTR_TYPE_SCALAR {
             return Err(op_err(
                 self.op,
+                Refusal::WrongAttributeType,
                 format!("attribute `{name}` is not a scalar"),
             ));
         }
@@ -355,6 +421,7 @@ impl<'f> CallCx<'f> {
         if s.dtype as u32 != element.xla_code() || s.value.is_null() {
             return Err(op_err(
                 self.op,
+                Refusal::WrongAttributeType,
                 format!(
                     "attribute `{name}`: expected {element}, got {}",
                     element_name(s.dtype)
@@ -387,6 +454,7 @@ impl<'f> CallCx<'f> {
         if ty != XLA_FFI_ATTR_TYPE_STRING {
             return Err(op_err(
                 self.op,
+                Refusal::WrongAttributeType,
                 format!("attribute `{name}` is not a string"),
             ));
         }
@@ -401,8 +469,13 @@ impl<'f> CallCx<'f> {
 
     /// The string attribute `name`, which must be UTF-8.
     pub fn attr_str(&self, name: &str) -> Result<&'f str, OpError> {
-        core::str::from_utf8(self.attr_bytes(name)?)
-            .map_err(|_| op_err(self.op, format!("attribute `{name}` is not UTF-8")))
+        core::str::from_utf8(self.attr_bytes(name)?).map_err(|_| {
+            op_err(
+                self.op,
+                Refusal::BadAttribute,
+                format!("attribute `{name}` is not UTF-8"),
+            )
+        })
     }
 
     /// The array attribute `name` of `T`.
@@ -411,6 +484,7 @@ impl<'f> CallCx<'f> {
         if ty != XLA_FFI_ATTR_TYPE_ARRAY {
             return Err(op_err(
                 self.op,
+                Refusal::WrongAttributeType,
                 format!("attribute `{name}` is not an array"),
             ));
         }
@@ -419,6 +493,7 @@ impl<'f> CallCx<'f> {
         if a.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
             return Err(op_err(
                 self.op,
+                Refusal::WrongAttributeType,
                 format!(
                     "attribute `{name}`: expected an array of {}, got {}",
                     T::ELEMENT_TYPE,
@@ -432,6 +507,7 @@ impl<'f> CallCx<'f> {
         if a.data.is_null() || (a.data as usize) % core::mem::align_of::<T>() != 0 {
             return Err(op_err(
                 self.op,
+                Refusal::BadAttribute,
                 format!("attribute `{name}`: misaligned array"),
             ));
         }
@@ -441,8 +517,13 @@ impl<'f> CallCx<'f> {
 
     /// The descriptor attribute `name`: wire-format bytes, unpacked with full validation.
     pub fn attr_descriptor<T: Descriptor>(&self, name: &str) -> Result<T, OpError> {
-        T::unpack(self.attr_bytes(name)?)
-            .map_err(|e| op_err(self.op, format!("attribute `{name}`: {e}")))
+        T::unpack(self.attr_bytes(name)?).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadDescriptor,
+                format!("attribute `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
     }
 }
 
@@ -494,6 +575,10 @@ fn make_error(frame: &XLA_FFI_CallFrame, e: &OpError) -> *mut XLA_FFI_Error {
     }
     // SAFETY: `api` points at XLA's API table, valid for the call.
     let api = unsafe { &*frame.api };
+    if api.struct_size < size_of::<XLA_FFI_Api>() {
+        // Too short to hold `XLA_FFI_Error_Create`: nothing to call.
+        return core::ptr::null_mut();
+    }
     let Some(create) = api.error_create else {
         return core::ptr::null_mut();
     };
@@ -548,6 +633,50 @@ pub unsafe fn handle(
     if frame_ref.stage != XLA_FFI_EXECUTION_STAGE_EXECUTE {
         return core::ptr::null_mut();
     }
+    if !frame_ref.api.is_null() {
+        // SAFETY: a non-null `api` points at XLA's API table; its header (size, extensions,
+        // version) is the same in every version.
+        let version = unsafe { &(*frame_ref.api).api_version };
+        if version.major_version != XLA_FFI_API_MAJOR {
+            // A table of another major version may have another layout: nothing in it is
+            // called, and the kernel does not run. (XLA itself refuses to register a handler
+            // whose metadata names another major version, so only a fabricated frame gets here.)
+            return core::ptr::null_mut();
+        }
+    }
+    // The header's STRUCT_SIZEs: what XLA writes, and the extent this runtime reads.
+    let sizes = [
+        (
+            frame_ref.struct_size,
+            XLA_FFI_CallFrame_STRUCT_SIZE,
+            "call frame",
+        ),
+        (
+            frame_ref.args.struct_size,
+            XLA_FFI_Args_STRUCT_SIZE,
+            "arguments",
+        ),
+        (
+            frame_ref.rets.struct_size,
+            XLA_FFI_Rets_STRUCT_SIZE,
+            "results",
+        ),
+        (
+            frame_ref.attrs.struct_size,
+            XLA_FFI_Attrs_STRUCT_SIZE,
+            "attributes",
+        ),
+    ];
+    for (got, want, what) in sizes {
+        if got < want {
+            let e = op_err(
+                op,
+                Refusal::BadFrame,
+                format!("the {what} struct has {got} bytes, this runtime reads {want}"),
+            );
+            return make_error(frame_ref, &e);
+        }
+    }
     let cx = CallCx {
         op,
         frame: frame_ref,
@@ -556,22 +685,26 @@ pub unsafe fn handle(
     let outcome = catch_unwind(AssertUnwindSafe(|| body(&cx)));
     let error = match outcome {
         Ok(Ok(())) => return core::ptr::null_mut(),
-        Ok(Err(e)) => {
-            if e.message().starts_with("custom op `") {
-                e
-            } else {
-                OpError::new(format!("custom op `{op}` failed: {}", e.message()))
-                    .with_code(e.code())
-            }
-        }
+        Ok(Err(e)) if e.refusal().is_some() => e,
+        Ok(Err(e)) => OpError::new(format!(
+            "custom op `{op}` [{}]: {}",
+            Refusal::KernelError,
+            e.message()
+        ))
+        .with_code(e.code())
+        .with_refusal(Refusal::KernelError),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".into());
-            OpError::new(format!("custom op `{op}`: the kernel panicked: {what}"))
-                .with_code(ErrorCode::Internal)
+            OpError::new(format!(
+                "custom op `{op}` [{}]: the kernel panicked: {what}",
+                Refusal::KernelPanic
+            ))
+            .with_code(ErrorCode::Internal)
+            .with_refusal(Refusal::KernelPanic)
         }
     };
     make_error(frame_ref, &error)

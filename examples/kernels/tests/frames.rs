@@ -1,0 +1,517 @@
+//! Every refusal of the handler layer, driven with fabricated XLA call frames (no XLA, no
+//! MLIR): each case gets its named code (`[wrong_dtype]`, ...), XLA's error code, and leaves
+//! the outputs untouched; none panics. `scripts/test.sh` also runs this binary under valgrind
+//! memcheck and requires zero errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use customop::__private::ffi::handle;
+use customop::{Descriptor, Refusal};
+use customop_example_kernels as k;
+use support::*;
+
+fn seed() -> Handler {
+    k::custom_op_external::customop_handler_my_custom_library_custom_op_external
+}
+
+fn blob_bytes() -> Vec<u8> {
+    k::Blob {
+        gain: 2.0,
+        bias: -1,
+        seed: 42,
+        tag: *b"customop seed!!!",
+    }
+    .pack()
+}
+
+fn seed_frame() -> Frame {
+    Frame::new(
+        vec![buf(U8, &[56], &blob_bytes()), f32s(&[3, 3], &[1.0; 9])],
+        vec![buf(S8, &[3], &[0x55; 3])],
+    )
+}
+
+/// Runs `frame` on `handler`, expects refusal `r` with `needle` in the message and XLA code 3
+/// (13 for a panic), and checks the outputs were not written.
+fn refused(mut frame: Frame, handler: Handler, r: Refusal, needle: &str) -> String {
+    let before: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
+    let err = frame.call(handler).expect_err("the call must be refused");
+    let code = if r == Refusal::KernelPanic { 13 } else { 3 };
+    assert_eq!(err.code, code, "{}", err.message);
+    assert!(
+        err.message.contains(&format!("[{}]", r.name())),
+        "expected [{}]: {}",
+        r.name(),
+        err.message
+    );
+    assert!(
+        err.message.contains(needle),
+        "expected {needle:?}: {}",
+        err.message
+    );
+    let after: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
+    if r != Refusal::KernelError && r != Refusal::KernelPanic {
+        assert_eq!(before, after, "a refused call wrote its outputs");
+    }
+    err.message
+}
+
+#[test]
+fn a_good_frame_runs() {
+    let mut f = seed_frame();
+    assert_eq!(f.call(seed()), Ok((-1, -1)));
+    // round(2 * 3) - 1 per row
+    assert_eq!(f.rets[0].bytes.get(), &[5, 5, 5]);
+}
+
+#[test]
+fn counts() {
+    let mut f = seed_frame();
+    f.args.pop();
+    refused(
+        f,
+        seed(),
+        Refusal::WrongCount,
+        "expected 2 operands and 1 results, XLA passed 1 and 1",
+    );
+    let mut f = seed_frame();
+    f.rets.push(zeros(S8, &[3], 1));
+    refused(f, seed(), Refusal::WrongCount, "XLA passed 2 and 2");
+}
+
+#[test]
+fn buffers_that_are_not_there() {
+    let mut f = seed_frame();
+    f.null_arg_types = true;
+    refused(f, seed(), Refusal::NoSuchBuffer, "there is no argument 0");
+    let mut f = seed_frame();
+    f.args[1].kind = 2; // a token, not a buffer
+    refused(f, seed(), Refusal::NotABuffer, "argument 1 is not a buffer");
+}
+
+#[test]
+fn element_type_rank_shape() {
+    let mut f = seed_frame();
+    f.args[1] = zeros(S32, &[3, 3], 4);
+    refused(
+        f,
+        seed(),
+        Refusal::WrongDtype,
+        "expected a tensor of f32, got i32",
+    );
+    let mut f = seed_frame();
+    f.args[1] = f32s(&[9], &[1.0; 9]);
+    refused(
+        f,
+        seed(),
+        Refusal::WrongRank,
+        "expected rank 2, got shape [9]",
+    );
+    let mut f = seed_frame();
+    f.args[1].dims = vec![-3, 3];
+    refused(f, seed(), Refusal::BadShape, "negative dimension");
+    let mut f = seed_frame();
+    f.args[1].dims = vec![i64::MAX, i64::MAX];
+    refused(f, seed(), Refusal::BadShape, "overflows");
+    let mut f = seed_frame();
+    f.rets[0] = zeros(S8, &[4], 1);
+    refused(
+        f,
+        seed(),
+        Refusal::WrongShape,
+        "expected shape [3], XLA passed [4]",
+    );
+    let mut f = seed_frame();
+    f.rets[0] = zeros(S32, &[3], 4);
+    refused(f, seed(), Refusal::WrongDtype, "got i32");
+}
+
+#[test]
+fn pointers() {
+    let mut f = seed_frame();
+    f.args[1].offset = None;
+    refused(f, seed(), Refusal::NullData, "9 elements at a null pointer");
+    let mut f = seed_frame();
+    f.args[1] = buf(F32, &[3, 3], &[0u8; 37]);
+    f.args[1].offset = Some(1);
+    refused(f, seed(), Refusal::Misaligned, "not aligned for f32");
+    let msg = overlap_case();
+    assert!(
+        msg.contains("[overlap]") && msg.contains("output `y` overlaps an input"),
+        "{msg}"
+    );
+}
+
+/// An output whose buffer overlaps an input's (one float apart in one array): built with
+/// `customop_call`, since `Frame` gives each buffer its own allocation.
+fn overlap_case() -> String {
+    use std::ptr::null;
+    let mut data = [1.0f32, 4.0, 9.0, 16.0, 25.0];
+    let dims = [4i64];
+    let base = data.as_mut_ptr();
+    let args = [customop::CallTensor {
+        dtype: F32,
+        data: base.cast(),
+        rank: 1,
+        dims: dims.as_ptr(),
+    }];
+    let rets = [customop::CallTensor {
+        dtype: F32,
+        // SAFETY: index 1 of a 5-element array; 4 elements from there stay inside it.
+        data: unsafe { base.add(1) }.cast(),
+        rank: 1,
+        dims: dims.as_ptr(),
+    }];
+    let mut msg = vec![0u8; 256];
+    // SAFETY: both tensors lie inside `data`, which outlives the call; `msg` holds 256 bytes.
+    let code = unsafe {
+        customop::customop_call(
+            Some(k::checked_sqrt::customop_handler_example_checked_sqrt),
+            args.as_ptr(),
+            1,
+            rets.as_ptr(),
+            1,
+            null(),
+            0,
+            msg.as_mut_ptr().cast(),
+            msg.len(),
+        )
+    };
+    assert_eq!(code, 3);
+    assert_eq!(data, [1.0, 4.0, 9.0, 16.0, 25.0], "nothing was written");
+    let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+    String::from_utf8_lossy(&msg[..end]).into_owned()
+}
+
+#[test]
+fn descriptor_bytes() {
+    let good = blob_bytes();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good[..20].to_vec(), "too_short"),
+        (
+            {
+                let mut b = good.clone();
+                b[0] = b'X';
+                b
+            },
+            "bad_magic",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[4] = 2;
+                b
+            },
+            "unsupported_version",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[16] ^= 1;
+                b
+            },
+            "fingerprint_mismatch",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b.extend_from_slice(&[0; 4]);
+                b
+            },
+            "payload_length",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[6] = 1;
+                b
+            },
+            "reserved_bits",
+        ),
+    ];
+    for (bytes, kind) in cases {
+        let mut f = seed_frame();
+        let n = bytes.len() as i64;
+        f.args[0] = buf(U8, &[n], &bytes);
+        refused(f, seed(), Refusal::BadDescriptor, kind);
+    }
+    // An external of the wrong element type is a dtype refusal, not a descriptor one.
+    let mut f = seed_frame();
+    f.args[0] = buf(S8, &[56], &good);
+    refused(
+        f,
+        seed(),
+        Refusal::WrongDtype,
+        "expected a tensor of ui8, got i8",
+    );
+}
+
+/// A descriptor with a bool and an enum, to reach those byte checks.
+#[derive(Descriptor, Debug)]
+#[descriptor(name = "frames::Flags")]
+struct Flags {
+    on: bool,
+    mode: k::NormMode,
+}
+
+#[test]
+fn bool_and_enum_bytes() {
+    let good = Flags {
+        on: true,
+        mode: k::NormMode::ScaleShift,
+    }
+    .pack();
+    for (at, kind) in [(24, "invalid_bool"), (25, "invalid_enum")] {
+        let mut bytes = good.clone();
+        bytes[at] = 7;
+        let mut f = Frame::new(vec![buf(U8, &[bytes.len() as i64], &bytes)], vec![]);
+        unsafe extern "C" fn h(
+            frame: *mut customop::__private::ffi::abi::XLA_FFI_CallFrame,
+        ) -> *mut customop::__private::ffi::abi::XLA_FFI_Error {
+            // SAFETY: `frame` is the test's fabricated frame, valid for the call.
+            unsafe {
+                handle(frame, "frames::flags", |cx| {
+                    cx.external::<Flags>(0, "flags").map(drop)
+                })
+            }
+        }
+        let err = f.call(h).expect_err("refused");
+        assert!(
+            err.message.contains("[bad_descriptor]") && err.message.contains(kind),
+            "{}",
+            err.message
+        );
+    }
+}
+
+#[test]
+fn results_taken_twice_or_too_many() {
+    unsafe extern "C" fn twice(
+        frame: *mut customop::__private::ffi::abi::XLA_FFI_CallFrame,
+    ) -> *mut customop::__private::ffi::abi::XLA_FFI_Error {
+        let s = k::Stats {
+            mean: 1.0,
+            spread: 2.0,
+        };
+        // SAFETY: `frame` is the test's fabricated frame, valid for the call.
+        unsafe {
+            handle(frame, "frames::twice", |cx| {
+                cx.write_descriptor(0, "s", &s)?;
+                cx.write_descriptor(0, "s", &s)
+            })
+        }
+    }
+    let n = k::Stats::PACKED_SIZE.unwrap_or(0) as i64;
+    let mut f = Frame::new(vec![], vec![zeros(U8, &[n], 1)]);
+    let err = f.call(twice).expect_err("refused");
+    assert!(err.message.contains("[taken_twice]"), "{}", err.message);
+
+    unsafe extern "C" fn far(
+        frame: *mut customop::__private::ffi::abi::XLA_FFI_CallFrame,
+    ) -> *mut customop::__private::ffi::abi::XLA_FFI_Error {
+        let s = k::Stats {
+            mean: 1.0,
+            spread: 2.0,
+        };
+        // SAFETY: as above.
+        unsafe { handle(frame, "frames::far", |cx| cx.write_descriptor(64, "s", &s)) }
+    }
+    let mut f = Frame::new(vec![], (0..65).map(|_| zeros(U8, &[n], 1)).collect());
+    let err = f.call(far).expect_err("refused");
+    assert!(
+        err.message.contains("[too_many_results]"),
+        "{}",
+        err.message
+    );
+}
+
+fn rms_frame() -> Frame {
+    let cfg = k::NormCfg {
+        scale: 1.0,
+        shift: 0.0,
+        mode: k::NormMode::Scale,
+    }
+    .pack();
+    Frame::new(
+        vec![f32s(&[1, 2], &[3.0, 4.0])],
+        vec![f32s(&[1, 2], &[0.0; 2])],
+    )
+    .attr(
+        "eps",
+        AttrValue::Scalar(F32, 1e-5f32.to_le_bytes().to_vec()),
+    )
+    .attr("cfg", AttrValue::Str(cfg))
+}
+
+fn rms() -> Handler {
+    k::rms_norm::customop_handler_example_rms_norm
+}
+
+#[test]
+fn attributes() {
+    let mut f = rms_frame();
+    assert!(f.call(rms()).is_ok());
+
+    let mut f = rms_frame();
+    f.attrs.remove(0);
+    refused(
+        f,
+        rms(),
+        Refusal::MissingAttribute,
+        "attribute `eps` is missing",
+    );
+    let mut f = rms_frame();
+    f.attrs[0].1 = AttrValue::Scalar(S32, 1i32.to_le_bytes().to_vec());
+    refused(
+        f,
+        rms(),
+        Refusal::WrongAttributeType,
+        "attribute `eps`: expected f32, got i32",
+    );
+    let mut f = rms_frame();
+    f.attrs[0].1 = AttrValue::Str(b"1e-5".to_vec());
+    refused(
+        f,
+        rms(),
+        Refusal::WrongAttributeType,
+        "attribute `eps` is not a scalar",
+    );
+    let mut f = rms_frame();
+    f.attrs[1].1 = AttrValue::Other(2);
+    refused(
+        f,
+        rms(),
+        Refusal::WrongAttributeType,
+        "attribute `cfg` is not a string",
+    );
+    let mut f = rms_frame();
+    f.attrs[1].1 = AttrValue::Str(b"not a descriptor".to_vec());
+    refused(f, rms(), Refusal::BadDescriptor, "example::NormCfg");
+    let mut bad_enum = k::NormCfg {
+        scale: 1.0,
+        shift: 0.0,
+        mode: k::NormMode::Scale,
+    }
+    .pack();
+    bad_enum[24 + 8] = 9;
+    let mut f = rms_frame();
+    f.attrs[1].1 = AttrValue::Str(bad_enum);
+    refused(f, rms(), Refusal::BadDescriptor, "invalid_enum");
+}
+
+#[test]
+fn string_and_array_attributes() {
+    use customop_example_kernel_lib as kl;
+    let h: Handler = kl::affine::customop_handler_example_lib_affine;
+    let good = || {
+        Frame::new(vec![f32s(&[2], &[1.0, 2.0])], vec![f32s(&[2], &[0.0; 2])])
+            .attr(
+                "factor",
+                AttrValue::Scalar(F64, 1.5f64.to_le_bytes().to_vec()),
+            )
+            .attr("label", AttrValue::Str(b"ok".to_vec()))
+            .attr(
+                "offsets",
+                AttrValue::Array(
+                    S64,
+                    2,
+                    [1i64, 2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+            )
+            .attr("flag", AttrValue::Scalar(PRED, vec![1]))
+            .attr("small", AttrValue::Scalar(U8, vec![3]))
+    };
+    assert!(good().call(h).is_ok());
+    let mut f = good();
+    f.attrs[1].1 = AttrValue::Str(vec![0xff, 0xfe]);
+    refused(
+        f,
+        h,
+        Refusal::BadAttribute,
+        "attribute `label` is not UTF-8",
+    );
+    let mut f = good();
+    f.attrs[2].1 = AttrValue::Array(S32, 2, vec![0; 8]);
+    refused(
+        f,
+        h,
+        Refusal::WrongAttributeType,
+        "expected an array of i64, got i32",
+    );
+    let mut f = good();
+    f.attrs[2].1 = AttrValue::Scalar(S64, vec![0; 8]);
+    refused(
+        f,
+        h,
+        Refusal::WrongAttributeType,
+        "attribute `offsets` is not an array",
+    );
+    let mut f = good();
+    f.attrs[3].1 = AttrValue::Scalar(S8, vec![1]);
+    refused(f, h, Refusal::WrongAttributeType, "attribute `flag`");
+}
+
+#[test]
+fn kernel_errors_and_panics() {
+    let h: Handler = k::checked_sqrt::customop_handler_example_checked_sqrt;
+    let f = Frame::new(vec![f32s(&[1], &[-4.0])], vec![f32s(&[1], &[0.0])]);
+    refused(f, h, Refusal::KernelError, "negative input -4");
+    let h: Handler = k::unlucky::customop_handler_example_unlucky;
+    let f = Frame::new(vec![f32s(&[1], &[13.0])], vec![f32s(&[1], &[0.0])]);
+    refused(f, h, Refusal::KernelPanic, "unlucky number 13");
+    // The next call on the same handler works: nothing was left poisoned.
+    let mut f = Frame::new(vec![f32s(&[1], &[2.0])], vec![f32s(&[1], &[0.0])]);
+    assert!(f.call(h).is_ok());
+    assert_eq!(f.rets[0].bytes.get(), &2.0f32.to_le_bytes());
+}
+
+#[test]
+fn frames_and_probes() {
+    // The registration probe: the handler reports API 0.1 and runs nothing.
+    let mut f = seed_frame();
+    f.probe = true;
+    assert_eq!(f.call(seed()), Ok((0, 1)));
+    assert_eq!(f.rets[0].bytes.get(), &[0x55; 3]);
+    // Another stage (instantiate, prepare, initialize): nothing runs.
+    let mut f = seed_frame();
+    f.stage = 0;
+    assert_eq!(f.call(seed()), Ok((-1, -1)));
+    assert_eq!(f.rets[0].bytes.get(), &[0x55; 3]);
+    // An API table of another major version: nothing in it is called, the kernel does not run.
+    let mut f = seed_frame();
+    f.api_major = 1;
+    assert_eq!(f.call(seed()), Ok((-1, -1)));
+    assert_eq!(f.rets[0].bytes.get(), &[0x55; 3]);
+    // A frame struct smaller than the ABI's.
+    let mut f = seed_frame();
+    f.frame_size = 16;
+    refused(
+        f,
+        seed(),
+        Refusal::BadFrame,
+        "the call frame struct has 16 bytes",
+    );
+    // No API table at all: no way to report an error, so none is reported, and a bad call
+    // still does not run the kernel.
+    let mut f = seed_frame();
+    f.api_present = false;
+    f.args[1] = zeros(S32, &[3, 3], 4);
+    assert_eq!(f.call(seed()), Ok((-1, -1)));
+    assert_eq!(f.rets[0].bytes.get(), &[0x55; 3]);
+}
+
+#[test]
+fn every_refusal_is_exercised() {
+    // The cases above, by code: each named refusal has at least one test in this file.
+    let source = include_str!("frames.rs");
+    for r in Refusal::ALL {
+        let variant = format!("{r:?}");
+        let named = source.contains(&format!("Refusal::{variant}"))
+            || source.contains(&format!("[{}]", r.name()));
+        assert!(named || r == Refusal::BadBinding, "no test for {r:?}");
+    }
+    // BadBinding needs a handler whose binding disagrees with its schema, which the macro
+    // never generates; it is unit-tested in the runtime (plan.rs).
+}

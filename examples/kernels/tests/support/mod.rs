@@ -1,0 +1,360 @@
+//! Fabricated XLA call frames for tests: a `Frame` owns every buffer, dimension array,
+//! attribute and the API table it points at, so building one is safe; only `call` crosses into
+//! the handler. The API table's `XLA_FFI_Error_Create` records the error it is asked for.
+
+#![allow(dead_code)]
+
+use customop::__private::ffi::abi::*;
+use std::ffi::c_void;
+use std::ptr::{null, null_mut};
+
+pub type Handler = unsafe extern "C" fn(*mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
+
+pub const PRED: i32 = 1;
+pub const S8: i32 = 2;
+pub const S32: i32 = 4;
+pub const S64: i32 = 5;
+pub const U8: i32 = 6;
+pub const F32: i32 = 11;
+pub const F64: i32 = 12;
+
+/// A buffer's bytes, kept 16-byte aligned so that a test chooses its misalignment.
+pub struct Bytes {
+    words: Vec<u128>,
+    len: usize,
+}
+
+impl Bytes {
+    pub fn new(data: &[u8]) -> Bytes {
+        let mut words = vec![0u128; data.len().div_ceil(16) + 1];
+        // SAFETY: `words` holds at least `data.len()` bytes; u128 has no invalid bit patterns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                data.len(),
+            )
+        };
+        Bytes {
+            words,
+            len: data.len(),
+        }
+    }
+    pub fn zeroed(len: usize) -> Bytes {
+        Bytes::new(&vec![0u8; len])
+    }
+    pub fn ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr().cast()
+    }
+    pub fn get(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes of `words` were written in `new`.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+}
+
+/// What a test says about one buffer.
+pub struct Buf {
+    pub dtype: i32,
+    pub dims: Vec<i64>,
+    pub bytes: Bytes,
+    /// Added to the data pointer (to misalign it), or `None` for a null data pointer.
+    pub offset: Option<usize>,
+    /// The argument/result type token (BUFFER unless a test says otherwise).
+    pub kind: i32,
+}
+
+pub fn buf(dtype: i32, dims: &[i64], data: &[u8]) -> Buf {
+    Buf {
+        dtype,
+        dims: dims.to_vec(),
+        bytes: Bytes::new(data),
+        offset: Some(0),
+        kind: 1,
+    }
+}
+
+pub fn f32s(dims: &[i64], v: &[f32]) -> Buf {
+    buf(
+        F32,
+        dims,
+        &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+}
+
+pub fn zeros(dtype: i32, dims: &[i64], elem: usize) -> Buf {
+    let n: i64 = dims.iter().product::<i64>().max(0);
+    buf(dtype, dims, &vec![0u8; n as usize * elem])
+}
+
+pub enum AttrValue {
+    Scalar(i32, Vec<u8>),
+    Array(i32, usize, Vec<u8>),
+    Str(Vec<u8>),
+    /// Another attribute type code (e.g. a dictionary, 2), with no payload.
+    Other(i32),
+}
+
+/// The outcome of a call: `None` for success, or the error code and message.
+#[derive(Debug, PartialEq)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+pub struct Frame {
+    pub args: Vec<Buf>,
+    pub rets: Vec<Buf>,
+    pub attrs: Vec<(String, AttrValue)>,
+    pub api_major: i32,
+    pub api_present: bool,
+    pub frame_size: usize,
+    pub args_size: Option<i64>,
+    /// A metadata probe instead of an execution: the version the handler wrote.
+    pub probe: bool,
+    pub stage: i32,
+    /// Null `types` arrays for args (with a nonzero size).
+    pub null_arg_types: bool,
+}
+
+struct Recorded {
+    code: i32,
+    message: String,
+}
+
+unsafe extern "C" fn record_error(args: *mut XLA_FFI_Error_Create_Args) -> *mut XLA_FFI_Error {
+    // SAFETY: the handler passes valid arguments with a NUL-terminated message.
+    let a = unsafe { &*args };
+    // SAFETY: as above.
+    let message = unsafe { std::ffi::CStr::from_ptr(a.message) }
+        .to_string_lossy()
+        .into_owned();
+    Box::into_raw(Box::new(Recorded {
+        code: a.errc,
+        message,
+    }))
+    .cast()
+}
+
+impl Frame {
+    pub fn new(args: Vec<Buf>, rets: Vec<Buf>) -> Frame {
+        Frame {
+            args,
+            rets,
+            attrs: Vec::new(),
+            api_major: XLA_FFI_API_MAJOR,
+            api_present: true,
+            frame_size: XLA_FFI_CallFrame_STRUCT_SIZE,
+            args_size: None,
+            probe: false,
+            stage: XLA_FFI_EXECUTION_STAGE_EXECUTE,
+            null_arg_types: false,
+        }
+    }
+
+    pub fn attr(mut self, name: &str, v: AttrValue) -> Frame {
+        self.attrs.push((name.to_string(), v));
+        self
+    }
+
+    /// Runs `handler` on the frame. Returns `Ok(probe version)` (`(0, 0)` unless a probe) or
+    /// the error the handler created.
+    pub fn call(&mut self, handler: Handler) -> Result<(i32, i32), Failure> {
+        let mut dims: Vec<Vec<i64>> = Vec::new();
+        let mut arg_bufs: Vec<XLA_FFI_Buffer> = Vec::new();
+        let mut ret_bufs: Vec<XLA_FFI_Buffer> = Vec::new();
+        for (list, out) in [
+            (&mut self.args, &mut arg_bufs),
+            (&mut self.rets, &mut ret_bufs),
+        ] {
+            for b in list.iter_mut() {
+                dims.push(b.dims.clone());
+                let d = dims.last_mut().map_or(null_mut(), |d| d.as_mut_ptr());
+                let data = match b.offset {
+                    // SAFETY: the offset stays inside the allocation (one spare word).
+                    Some(o) => unsafe { b.bytes.ptr().add(o) }.cast::<c_void>(),
+                    None => null_mut(),
+                };
+                out.push(XLA_FFI_Buffer {
+                    struct_size: size_of::<XLA_FFI_Buffer>(),
+                    extension_start: null_mut(),
+                    dtype: b.dtype,
+                    data,
+                    rank: b.dims.len() as i64,
+                    dims: d,
+                });
+            }
+        }
+        let mut arg_types: Vec<i32> = self.args.iter().map(|b| b.kind).collect();
+        let mut ret_types: Vec<i32> = self.rets.iter().map(|b| b.kind).collect();
+        let mut arg_ptrs: Vec<*mut c_void> = arg_bufs
+            .iter_mut()
+            .map(|b| (b as *mut XLA_FFI_Buffer).cast())
+            .collect();
+        let mut ret_ptrs: Vec<*mut c_void> = ret_bufs
+            .iter_mut()
+            .map(|b| (b as *mut XLA_FFI_Buffer).cast())
+            .collect();
+
+        let mut names: Vec<XLA_FFI_ByteSpan> = self
+            .attrs
+            .iter()
+            .map(|(n, _)| XLA_FFI_ByteSpan {
+                ptr: n.as_ptr().cast(),
+                len: n.len(),
+            })
+            .collect();
+        let mut scalars: Vec<XLA_FFI_Scalar> = Vec::new();
+        let mut arrays: Vec<XLA_FFI_Array> = Vec::new();
+        let mut strings: Vec<XLA_FFI_ByteSpan> = Vec::new();
+        let mut attr_types = Vec::new();
+        let mut payload: Vec<Bytes> = Vec::new();
+        for (_, v) in &self.attrs {
+            match v {
+                AttrValue::Scalar(dt, bytes) => {
+                    payload.push(Bytes::new(bytes));
+                    let p = payload.last_mut().map_or(null_mut(), |b| b.ptr());
+                    scalars.push(XLA_FFI_Scalar {
+                        dtype: *dt,
+                        value: p.cast(),
+                    });
+                    attr_types.push(XLA_FFI_ATTR_TYPE_SCALAR);
+                }
+                AttrValue::Array(dt, n, bytes) => {
+                    payload.push(Bytes::new(bytes));
+                    let p = payload.last_mut().map_or(null_mut(), |b| b.ptr());
+                    arrays.push(XLA_FFI_Array {
+                        dtype: *dt,
+                        size: *n,
+                        data: p.cast(),
+                    });
+                    attr_types.push(XLA_FFI_ATTR_TYPE_ARRAY);
+                }
+                AttrValue::Str(bytes) => {
+                    payload.push(Bytes::new(bytes));
+                    let p = payload.last_mut().map_or(null_mut(), |b| b.ptr());
+                    strings.push(XLA_FFI_ByteSpan {
+                        ptr: p.cast(),
+                        len: bytes.len(),
+                    });
+                    attr_types.push(XLA_FFI_ATTR_TYPE_STRING);
+                }
+                AttrValue::Other(code) => {
+                    strings.push(XLA_FFI_ByteSpan {
+                        ptr: null(),
+                        len: 0,
+                    });
+                    attr_types.push(*code);
+                }
+            }
+        }
+        let (mut si, mut ai, mut ti) = (0, 0, 0);
+        let mut attr_ptrs: Vec<*mut c_void> = Vec::new();
+        for (_, v) in &self.attrs {
+            attr_ptrs.push(match v {
+                AttrValue::Scalar(..) => {
+                    si += 1;
+                    (&raw mut scalars[si - 1]).cast()
+                }
+                AttrValue::Array(..) => {
+                    ai += 1;
+                    (&raw mut arrays[ai - 1]).cast()
+                }
+                _ => {
+                    ti += 1;
+                    (&raw mut strings[ti - 1]).cast()
+                }
+            });
+        }
+        let mut name_ptrs: Vec<*mut XLA_FFI_ByteSpan> = names
+            .iter_mut()
+            .map(|n| n as *mut XLA_FFI_ByteSpan)
+            .collect();
+
+        let api = XLA_FFI_Api {
+            struct_size: size_of::<XLA_FFI_Api>(),
+            extension_start: null_mut(),
+            api_version: XLA_FFI_Api_Version {
+                struct_size: size_of::<XLA_FFI_Api_Version>(),
+                extension_start: null_mut(),
+                major_version: self.api_major,
+                minor_version: 5,
+            },
+            internal_api: null(),
+            error_create: Some(record_error),
+        };
+        let mut metadata = XLA_FFI_Metadata {
+            struct_size: size_of::<XLA_FFI_Metadata>(),
+            api_version: XLA_FFI_Api_Version {
+                struct_size: size_of::<XLA_FFI_Api_Version>(),
+                extension_start: null_mut(),
+                major_version: -1,
+                minor_version: -1,
+            },
+            traits: 0,
+            state_type_id: XLA_FFI_TypeId { type_id: 0 },
+        };
+        let mut ext = XLA_FFI_Metadata_Extension {
+            extension_base: XLA_FFI_InternalExtension {
+                struct_size: size_of::<XLA_FFI_Metadata_Extension>(),
+                type_: XLA_FFI_EXTENSION_METADATA,
+                next: null_mut(),
+            },
+            metadata: &mut metadata,
+        };
+        let mut frame = XLA_FFI_CallFrame {
+            struct_size: self.frame_size,
+            extension_start: if self.probe {
+                (&raw mut ext).cast()
+            } else {
+                null_mut()
+            },
+            api: if self.api_present { &api } else { null() },
+            ctx: null_mut(),
+            stage: self.stage,
+            args: XLA_FFI_Args {
+                struct_size: size_of::<XLA_FFI_Args>(),
+                extension_start: null_mut(),
+                size: self.args_size.unwrap_or(self.args.len() as i64),
+                types: if self.null_arg_types {
+                    null_mut()
+                } else {
+                    arg_types.as_mut_ptr()
+                },
+                args: arg_ptrs.as_mut_ptr(),
+            },
+            rets: XLA_FFI_Rets {
+                struct_size: size_of::<XLA_FFI_Rets>(),
+                extension_start: null_mut(),
+                size: self.rets.len() as i64,
+                types: ret_types.as_mut_ptr(),
+                rets: ret_ptrs.as_mut_ptr(),
+            },
+            attrs: XLA_FFI_Attrs {
+                struct_size: size_of::<XLA_FFI_Attrs>(),
+                extension_start: null_mut(),
+                size: self.attrs.len() as i64,
+                types: attr_types.as_mut_ptr(),
+                names: name_ptrs.as_mut_ptr(),
+                attrs: attr_ptrs.as_mut_ptr(),
+            },
+            future: null_mut(),
+        };
+        // SAFETY: every pointer in `frame` points into this function's locals or `self`, all
+        // alive until after the call; buffer sizes match their dimensions and dtypes unless a
+        // test deliberately passes a null pointer (never read) or a count the handler refuses
+        // before reading.
+        let err = unsafe { handler(&mut frame) };
+        if err.is_null() {
+            return Ok((
+                metadata.api_version.major_version,
+                metadata.api_version.minor_version,
+            ));
+        }
+        // SAFETY: `record_error` made it, from a `Box<Recorded>`.
+        let r = unsafe { Box::from_raw(err.cast::<Recorded>()) };
+        Err(Failure {
+            code: r.code,
+            message: r.message,
+        })
+    }
+}
