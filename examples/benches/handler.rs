@@ -114,5 +114,78 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(handler, bench);
+/// A 4 KiB external read in place (`#[external(borrow)]`, `table_dot`) against unpacked into a
+/// copy (`#[external]`, `table_dot_copy`): the same kernel, the same frame, called through
+/// `customop_call` (which builds the frame the same way for both).
+fn bench_table(c: &mut Criterion) {
+    let mut table = k::Table4k {
+        scale: 0.5,
+        len: 1022,
+        values: [0.0; 1022],
+    };
+    for (i, v) in table.values.iter_mut().enumerate() {
+        *v = i as f32 * 0.001;
+    }
+    let mut packed = table.pack();
+    assert_eq!(packed.len(), 24 + 4096);
+    let mut x: Vec<f32> = (0..2 * 16).map(|i| i as f32).collect();
+    let mut y = [0f32; 2];
+    let (dims_t, dims_x, dims_y) = ([packed.len() as i64], [2i64, 16], [2i64]);
+    let args = [
+        customop::CallTensor {
+            dtype: 6,
+            data: packed.as_mut_ptr().cast(),
+            rank: 1,
+            dims: dims_t.as_ptr(),
+        },
+        customop::CallTensor {
+            dtype: 11,
+            data: x.as_mut_ptr().cast(),
+            rank: 2,
+            dims: dims_x.as_ptr(),
+        },
+    ];
+    let rets = [customop::CallTensor {
+        dtype: 11,
+        data: y.as_mut_ptr().cast(),
+        rank: 1,
+        dims: dims_y.as_ptr(),
+    }];
+    type Handler = unsafe extern "C" fn(*mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
+    let call = |h: Handler| {
+        // SAFETY: the tensors point at live buffers of their stated types and shapes (the
+        // packed table, x, y), which outlive the benchmark; no attributes, no message buffer.
+        unsafe {
+            customop::customop_call(
+                Some(h),
+                args.as_ptr(),
+                2,
+                rets.as_ptr(),
+                1,
+                null(),
+                0,
+                null_mut(),
+                0,
+            )
+        }
+    };
+    let borrow: Handler = k::table_dot::customop_handler_example_table_dot;
+    let copy: Handler = k::table_dot_copy::customop_handler_example_table_dot_copy;
+    assert_eq!(call(borrow), 0);
+    // SAFETY: read after the call returned.
+    let by_borrow = unsafe { core::ptr::read_volatile(&raw const y) };
+    assert_eq!(call(copy), 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { core::ptr::read_volatile(&raw const y) }, by_borrow);
+    let mut g = c.benchmark_group("4KiB-external");
+    g.bench_function("borrowed in place (#[external(borrow)])", |b| {
+        b.iter(|| black_box(call(black_box(borrow))))
+    });
+    g.bench_function("unpacked copy (#[external])", |b| {
+        b.iter(|| black_box(call(black_box(copy))))
+    });
+    g.finish();
+}
+
+criterion_group!(handler, bench, bench_table);
 criterion_main!(handler);

@@ -413,3 +413,63 @@ pub fn histogram(
     y.as_mut_slice().copy_from_slice(x.as_slice());
     Ok(())
 }
+
+/// A 4 KiB table read in place by `table_dot` (`#[external(borrow)]`) and copied by
+/// `table_dot_copy` (`#[external]`): the pair the handler benchmark compares. `#[repr(C)]` with
+/// `repr_c`, so its Rust layout is its wire payload (checked at compile time).
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::Table4k", repr_c)]
+#[repr(C)]
+pub struct Table4k {
+    /// Multiplies the dot product.
+    pub scale: f32,
+    /// How many of `values` are used.
+    pub len: u32,
+    /// The table.
+    pub values: [f32; 1022],
+}
+
+/// `y[i] = scale * sum_j x[i, j] * values[j % len]`, reading the table in place.
+#[custom_op(name = "example::table_dot")]
+pub fn table_dot(
+    #[external(borrow)] table: &Table4k,
+    x: TensorRef<'_, f32, 2>,
+    #[out(shape = [x.dim(0)])] y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    table_dot_kernel(table, x, y)
+}
+
+/// `table_dot` with the table unpacked into a copy (the default for `#[external]`).
+#[custom_op(name = "example::table_dot_copy")]
+pub fn table_dot_copy(
+    #[external] table: &Table4k,
+    x: TensorRef<'_, f32, 2>,
+    #[out(shape = [x.dim(0)])] y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    table_dot_kernel(table, x, y)
+}
+
+fn table_dot_kernel(
+    table: &Table4k,
+    x: TensorRef<'_, f32, 2>,
+    mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    let len = table.len as usize;
+    if len == 0 || len > table.values.len() {
+        return Err(OpError::invalid_argument(format!(
+            "table length {len} is not in 1..={}",
+            table.values.len()
+        )));
+    }
+    let cols = x.dim(1);
+    for (i, out) in y.as_mut_slice().iter_mut().enumerate() {
+        let row = &x.as_slice()[i * cols..(i + 1) * cols];
+        let dot: f32 = row
+            .iter()
+            .enumerate()
+            .map(|(j, v)| v * table.values[j % len])
+            .sum();
+        *out = table.scale * dot;
+    }
+    Ok(())
+}

@@ -515,3 +515,81 @@ fn every_refusal_is_exercised() {
     // BadBinding needs a handler whose binding disagrees with its schema, which the macro
     // never generates; it is unit-tested in the runtime (plan.rs).
 }
+
+fn table_bytes(len: u32) -> Vec<u8> {
+    let mut t = k::Table4k {
+        scale: 2.0,
+        len,
+        values: [0.0; 1022],
+    };
+    t.values[0] = 1.0;
+    t.values[1] = 10.0;
+    t.pack()
+}
+
+#[test]
+fn borrowed_externals_are_checked_like_copies() {
+    let borrow: Handler = k::table_dot::customop_handler_example_table_dot;
+    let copy: Handler = k::table_dot_copy::customop_handler_example_table_dot_copy;
+    let frame = |bytes: &[u8], offset: usize| {
+        let mut b = buf(U8, &[bytes.len() as i64], bytes);
+        // Shift the bytes so that the payload lands `offset` bytes past a 16-byte boundary + 24.
+        if offset > 0 {
+            let mut shifted = vec![0u8; offset];
+            shifted.extend_from_slice(bytes);
+            b.bytes = Bytes::new(&shifted);
+            b.offset = Some(offset);
+        }
+        Frame::new(
+            vec![b, f32s(&[1, 2], &[1.0, 1.0])],
+            vec![zeros(F32, &[1], 4)],
+        )
+    };
+    // Both read the same table: y = 2 * (1 * 1 + 1 * 10).
+    for h in [borrow, copy] {
+        let mut f = frame(&table_bytes(2), 0);
+        assert!(f.call(h).is_ok());
+        assert_eq!(f.rets[0].bytes.get(), &22.0f32.to_le_bytes());
+    }
+    // Bad bytes are refused the same way, before the kernel reads anything.
+    let mut bad = table_bytes(2);
+    bad[0] = b'X';
+    for h in [borrow, copy] {
+        refused(frame(&bad, 0), h, Refusal::BadDescriptor, "bad_magic");
+        refused(
+            frame(&table_bytes(2)[..100], 0),
+            h,
+            Refusal::BadDescriptor,
+            "payload_length",
+        );
+    }
+    // The kernel's own check works on the borrowed value too.
+    refused(
+        frame(&table_bytes(0), 0),
+        borrow,
+        Refusal::KernelError,
+        "table length 0",
+    );
+    // A payload that is not 4-aligned cannot be borrowed (the copy does not care).
+    refused(
+        frame(&table_bytes(2), 1),
+        borrow,
+        Refusal::Misaligned,
+        "cannot be read in place",
+    );
+    let mut f = frame(&table_bytes(2), 1);
+    assert!(f.call(copy).is_ok());
+}
+
+#[test]
+fn a_borrowed_view_is_the_unpacked_value() {
+    use customop::descriptor::ReprC;
+    let bytes = Bytes::new(&table_bytes(7));
+    let view = k::Table4k::view(bytes.get()).unwrap();
+    assert_eq!(*view, k::Table4k::unpack(bytes.get()).unwrap());
+    assert_eq!(
+        std::ptr::from_ref(view).cast::<u8>(),
+        bytes.get()[24..].as_ptr(),
+        "the view points into the bytes"
+    );
+}

@@ -12,6 +12,34 @@ pub(crate) fn check(cx: &mut Ctxt, d: &Descriptor<'_>) {
             "descriptors cannot be generic: the layout and its fingerprint must be fixed",
         );
     }
+    if let Some(span) = d.repr_c {
+        match &d.body {
+            Body::Struct(fields) => {
+                if !d.has_repr_c {
+                    cx.syn_error(syn::Error::new(
+                        span,
+                        "`repr_c` reads the payload in place, so the struct needs `#[repr(C)]` \
+                         (field order and alignment as C lays them out)",
+                    ));
+                }
+                for f in fields {
+                    if matches!(f.kind, FieldType::VecTail(..) | FieldType::StringTail) {
+                        cx.error_spanned_by(
+                            f.ty,
+                            "a `repr_c` descriptor is read in place, so it has a fixed size: \
+                             no `Vec` or `String` fields",
+                        );
+                    }
+                }
+            }
+            Body::Enum(_) => cx.syn_error(syn::Error::new(
+                span,
+                "`repr_c` is for structs; a field-less enum with an integer `repr` is already \
+                 read in place",
+            )),
+            Body::Unsupported(..) => {}
+        }
+    }
     match &d.body {
         Body::Unsupported(span, message) => cx.syn_error(syn::Error::new(*span, message)),
         Body::Struct(fields) => {

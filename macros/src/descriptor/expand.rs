@@ -153,6 +153,75 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
         quote!(#fi: <#ty as #de::Wire>::placeholder())
     });
 
+    // `repr_c`: read in place. The Rust layout is asserted equal to the wire layout at compile
+    // time (size, alignment, every field's offset) and every field type must be `InPlace`.
+    let (validate_fn, repr_c_items) = if d.repr_c.is_some() && !has_tails {
+        let checks = fixed.iter().enumerate().map(|(i, f)| {
+            let ty = f.ty;
+            let off = offset(i);
+            let fname = f.ident.to_string();
+            quote_spanned!(ty.span()=> #h::check_field::<#ty>(__payload, #off, #fname)?;)
+        });
+        let paddings2 = paddings.clone();
+        let offsets = fixed.iter().enumerate().map(|(i, f)| {
+            let fi = f.ident;
+            let off = quote!(<#ident as #de::Descriptor>::__OFFSETS[#i]);
+            let msg = format!("field `{fi}` of `{ident}` is not where the wire format puts it");
+            quote!(::core::assert!(::core::mem::offset_of!(#ident, #fi) == #off, #msg);)
+        });
+        let in_place_bounds = fixed.iter().map(|f| {
+            let ty = f.ty;
+            let tr = respan(quote!(#de::InPlace), ty.span());
+            quote!(#ty: #tr)
+        });
+        let in_place_bounds: Vec<TokenStream> = in_place_bounds.collect();
+        let in_place_bounds2 = in_place_bounds.clone();
+        let size_msg = format!("`{ident}`'s size is not its wire size");
+        let align_msg = format!("`{ident}`'s alignment is not its wire alignment");
+        (
+            quote! {
+                fn __validate_payload(
+                    __payload: &[u8],
+                ) -> ::core::result::Result<(), #de::DescriptorError> {
+                    let __check = || -> ::core::result::Result<(), #de::DescriptorError> {
+                        if __payload.len() != <Self as #de::Descriptor>::FIXED_SIZE {
+                            return ::core::result::Result::Err(#de::DescriptorError::field_error(
+                                #de::ErrorKind::TooShort {
+                                    needed: #de::HEADER_SIZE + <Self as #de::Descriptor>::FIXED_SIZE,
+                                    got: #de::HEADER_SIZE + __payload.len(),
+                                },
+                            ));
+                        }
+                        #(#paddings2)*
+                        #(#checks)*
+                        ::core::result::Result::Ok(())
+                    };
+                    __check().map_err(|e| e.in_descriptor(#name))
+                }
+            },
+            quote! {
+                const _: () = {
+                    ::core::assert!(
+                        ::core::mem::size_of::<#ident>() == <#ident as #de::Descriptor>::FIXED_SIZE,
+                        #size_msg
+                    );
+                    ::core::assert!(
+                        ::core::mem::align_of::<#ident>() == <#ident as #de::Descriptor>::ALIGN,
+                        #align_msg
+                    );
+                    #(#offsets)*
+                };
+                // SAFETY: the assertions above: size, alignment and every field offset are the
+                // wire format's, and every field type is `InPlace` (the bounds).
+                unsafe impl #de::InPlace for #ident where #(#in_place_bounds),* {}
+                // SAFETY: as for `InPlace`; `view` validates every byte before it borrows.
+                unsafe impl #de::ReprC for #ident where #(#in_place_bounds2),* {}
+            },
+        )
+    } else {
+        (TokenStream::new(), TokenStream::new())
+    };
+
     let wire_impl = if has_tails {
         TokenStream::new()
     } else {
@@ -215,6 +284,8 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                     let _ = __at;
                 }
 
+                #validate_fn
+
                 fn __read_payload(
                     __payload: &[u8],
                 ) -> ::core::result::Result<Self, #de::DescriptorError> {
@@ -246,6 +317,8 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
             }
 
             #wire_impl
+
+            #repr_c_items
         };
     }
 }
@@ -286,8 +359,17 @@ fn expand_enum(d: &Descriptor<'_>, e: &Enum<'_>) -> TokenStream {
     let vnames = idents.iter().map(|i| i.to_string());
     let vvalues = values.iter().map(|&v| Literal::i64_suffixed(v));
     let dvalues = values.iter().map(|&v| Literal::i64_suffixed(v));
+    let enum_msg = format!("`{ident}` is not the size of its `repr({repr})`");
     quote! {
         const _: () = {
+            ::core::assert!(
+                ::core::mem::size_of::<#ident>() == ::core::mem::size_of::<#repr>(),
+                #enum_msg
+            );
+            // SAFETY: a field-less `#[repr(int)]` enum is its discriminant, of the repr's size
+            // (asserted above), and reading one checks that it names a variant.
+            unsafe impl #de::InPlace for #ident {}
+
             impl #de::Wire for #ident {
                 const SIZE: usize = ::core::mem::size_of::<#repr>();
                 const ALIGN: usize = ::core::mem::size_of::<#repr>();

@@ -12,6 +12,10 @@ pub(crate) struct Descriptor<'a> {
     /// The path of the runtime crate in generated code.
     pub(crate) krate: syn::Path,
     pub(crate) body: Body<'a>,
+    /// `#[descriptor(repr_c)]`, with its span.
+    pub(crate) repr_c: Option<proc_macro2::Span>,
+    /// Whether `#[repr(C)]` is on the type.
+    pub(crate) has_repr_c: bool,
 }
 
 pub(crate) enum Body<'a> {
@@ -107,12 +111,31 @@ impl<'a> Descriptor<'a> {
         let krate = options
             .krate
             .unwrap_or_else(|| syn::parse_quote!(::customop));
+        let has_repr_c = input
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("repr"))
+            .any(|a| {
+                let mut c = false;
+                let _ = a.parse_nested_meta(|meta| {
+                    c |= meta.path.is_ident("C");
+                    if meta.input.peek(syn::token::Paren) {
+                        let content;
+                        syn::parenthesized!(content in meta.input);
+                        let _: proc_macro2::TokenStream = content.parse()?;
+                    }
+                    Ok(())
+                });
+                c
+            });
         Some(Descriptor {
             ident: &input.ident,
             generics: &input.generics,
             name,
             krate,
             body,
+            repr_c: options.repr_c,
+            has_repr_c,
         })
     }
 }

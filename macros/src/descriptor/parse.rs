@@ -10,6 +10,8 @@ pub(crate) struct Options {
     pub(crate) name: Option<syn::LitStr>,
     /// `crate = "path::to::customop"`.
     pub(crate) krate: Option<syn::Path>,
+    /// `repr_c`: the struct is `#[repr(C)]` and read in place (its span).
+    pub(crate) repr_c: Option<proc_macro2::Span>,
 }
 
 /// Reads every `#[descriptor(...)]` attribute; unknown and duplicate options are errors
@@ -28,6 +30,13 @@ pub(crate) fn options(cx: &mut Ctxt, attrs: &[syn::Attribute]) -> Options {
                     out.name = Some(value);
                 }
                 Ok(())
+            } else if meta.path.is_ident("repr_c") {
+                if out.repr_c.is_some() {
+                    cx.error_spanned_by(&meta.path, "duplicate descriptor option `repr_c`");
+                } else {
+                    out.repr_c = Some(syn::spanned::Spanned::span(&meta.path));
+                }
+                Ok(())
             } else if meta.path.is_ident("crate") {
                 let value: syn::LitStr = meta.value()?.parse()?;
                 if out.krate.is_some() {
@@ -44,7 +53,7 @@ pub(crate) fn options(cx: &mut Ctxt, attrs: &[syn::Attribute]) -> Options {
                 Ok(())
             } else {
                 Err(meta.error(format!(
-                    "unknown descriptor option `{}`: expected one of: `name`, `crate`",
+                    "unknown descriptor option `{}`: expected one of: `name`, `crate`, `repr_c`",
                     meta.path.to_token_stream().to_string().replace(' ', "")
                 )))
             }

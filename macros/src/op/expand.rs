@@ -42,6 +42,7 @@ fn results<'a>(op: &'a Op<'a>) -> Vec<Res<'a>> {
         if let Kind::External {
             inner,
             mutable: true,
+            ..
         } = p.kind
         {
             out.push(Res::Updated(&p.ident, inner));
@@ -128,8 +129,19 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => {
                 out.push(bound(elem.ty, quote!(#p::types::Element)));
             }
-            Kind::External { inner, .. } => {
+            Kind::External {
+                inner,
+                borrow: false,
+                ..
+            } => {
                 out.push(bound(inner, quote!(#p::descriptor::Descriptor)));
+            }
+            Kind::External {
+                inner,
+                borrow: true,
+                ..
+            } => {
+                out.push(bound(inner, quote!(#p::descriptor::ReprC)));
             }
             Kind::Attr(AttrKind::Value(t)) => {
                 out.push(hr_bound(t, quote!(#p::ffi::AttrValue<'__f>)));
@@ -178,7 +190,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                 let rank = option_usize(rank);
                 quote!(#p::tensor_param(#pname, #e, #rank))
             }
-            Kind::External { inner, mutable } => {
+            Kind::External { inner, mutable, .. } => {
                 let layout = quote_spanned!(inner.span()=>
                     <#inner as #p::descriptor::Descriptor>::layout());
                 quote!(#p::external_param(#pname, #mutable, #layout))
@@ -300,7 +312,16 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             }
             Kind::External {
                 inner,
+                borrow: true,
+                ..
+            } => {
+                binds.push(quote_spanned!(at=> let #id = __b.external_ref::<#inner>()?;));
+                call_args.push(quote!(#id));
+            }
+            Kind::External {
+                inner,
                 mutable: false,
+                ..
             } => {
                 binds.push(quote_spanned!(at=> let #id = __b.external::<#inner>()?;));
                 call_args.push(quote!(&#id));
@@ -308,6 +329,7 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::External {
                 inner,
                 mutable: true,
+                ..
             } => {
                 binds.push(quote_spanned!(at=> let mut #id = __b.external::<#inner>()?;));
                 call_args.push(quote!(&mut #id));

@@ -73,6 +73,8 @@ pub(crate) enum Kind<'a> {
     External {
         inner: &'a syn::Type,
         mutable: bool,
+        /// `#[external(borrow)]`: bound as `&T` into XLA's buffer (`T: ReprC`).
+        borrow: bool,
     },
     /// Something `check` will refuse, with the span and message.
     Invalid(Span, String),
@@ -268,9 +270,16 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     }
     if pa.external.is_some() {
         return match ty {
+            syn::Type::Reference(r) if pa.borrow && r.mutability.is_some() => Kind::Invalid(
+                r.span(),
+                "a borrowed external (`#[external(borrow)]`) is read in place, so it is `&T`: \
+                 `&mut` state is unpacked and written back, so drop `borrow`"
+                    .into(),
+            ),
             syn::Type::Reference(r) => Kind::External {
                 inner: &r.elem,
                 mutable: r.mutability.is_some(),
+                borrow: pa.borrow,
             },
             other => Kind::Invalid(
                 other.span(),

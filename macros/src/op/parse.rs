@@ -185,6 +185,8 @@ impl Parse for ItemFn {
 #[derive(Default)]
 pub(crate) struct ParamAttrs {
     pub(crate) external: Option<Span>,
+    /// `#[external(borrow)]`: read in place.
+    pub(crate) borrow: bool,
     pub(crate) attr: Option<Span>,
     /// `#[out(...)]`: its span and the `shape = ...` expression, if given.
     pub(crate) out: Option<(Span, Option<syn::Expr>)>,
@@ -209,7 +211,22 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
             };
             let span = a.path().span();
             let seen = match *name {
-                "external" => pa.external.replace(span).is_some(),
+                "external" => {
+                    if let syn::Meta::List(_) = a.meta {
+                        let r = a.parse_nested_meta(|meta| {
+                            if meta.path.is_ident("borrow") {
+                                pa.borrow = true;
+                                Ok(())
+                            } else {
+                                Err(meta.error("unknown `external` option: expected `borrow`"))
+                            }
+                        });
+                        if let Err(e) = r {
+                            cx.syn_error(e);
+                        }
+                    }
+                    pa.external.replace(span).is_some()
+                }
                 "attr" => pa.attr.replace(span).is_some(),
                 _ => {
                     let mut shape = None;
@@ -232,7 +249,7 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
             if seen {
                 cx.error_spanned_by(a, format!("duplicate `#[{name}]`"));
             } else if let syn::Meta::List(_) | syn::Meta::NameValue(_) = a.meta
-                && *name != "out"
+                && *name == "attr"
             {
                 cx.error_spanned_by(a, format!("`#[{name}]` takes no arguments"));
             }

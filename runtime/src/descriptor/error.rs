@@ -104,6 +104,14 @@ pub enum ErrorKind {
         /// Bytes given.
         got: usize,
     },
+    /// A payload that cannot be read in place: not aligned for the type (or a big-endian
+    /// target).
+    Misaligned {
+        /// The alignment the type needs.
+        align: usize,
+        /// The payload's address.
+        address: usize,
+    },
     /// The value's payload does not fit the header's 32-bit length.
     TooLarge {
         /// The payload's length.
@@ -130,6 +138,7 @@ impl ErrorKind {
             ErrorKind::InvalidUtf8 { .. } => "invalid_utf8",
             ErrorKind::BufferTooSmall { .. } => "buffer_too_small",
             ErrorKind::TooLarge { .. } => "too_large",
+            ErrorKind::Misaligned { .. } => "misaligned",
         }
     }
 }
@@ -262,6 +271,11 @@ impl fmt::Display for DescriptorError {
             ErrorKind::TooLarge { len } => {
                 write!(f, "payload of {len} bytes does not fit a 32-bit length")
             }
+            ErrorKind::Misaligned { align, address } => write!(
+                f,
+                "payload at 0x{address:x} is not aligned to {align} bytes, so it cannot be read \
+                 in place"
+            ),
         }
     }
 }

@@ -23,6 +23,81 @@ pub use error::{DescriptorError, ErrorKind};
 pub use layout::{EnumVariant, FieldLayout, Layout, TypeLayout, fingerprint_of};
 pub use wire::{Wire, WireEnum};
 
+/// A type whose Rust layout is its wire layout (little-endian, same size, alignment and field
+/// offsets): the primitives, `bool`, arrays of such types, field-less `#[repr(int)]` enums and
+/// `#[descriptor(repr_c)]` structs.
+///
+/// # Safety
+/// `size_of`, `align_of` and (for structs) every field's offset equal the wire format's, and
+/// every field is itself `InPlace`. The derive implements it only after asserting this at
+/// compile time; implementing it by hand is not supported.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be read in place",
+    label = "not a primitive, array, enum or `repr_c` descriptor",
+    note = "the fields of a `#[descriptor(repr_c)]` struct are primitives, `bool`, arrays of \
+            them, field-less `#[repr(int)]` enums, or other `repr_c` descriptors"
+)]
+pub unsafe trait InPlace: Wire {}
+
+macro_rules! in_place {
+    ($($t:ty),*) => {$(
+        // SAFETY: a primitive's wire form is its little-endian bytes, at its natural alignment.
+        unsafe impl InPlace for $t {}
+    )*};
+}
+in_place!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+// SAFETY: an array's elements are back to back in both layouts.
+unsafe impl<T: InPlace, const N: usize> InPlace for [T; N] {}
+
+/// A descriptor that can be read in place: `#[descriptor(repr_c)]` on a `#[repr(C)]` struct
+/// without tails. [`ReprC::view`] checks the bytes as [`Descriptor::unpack`] does and returns a
+/// reference into them, without copying the payload: what an `#[external(borrow)]` parameter
+/// gets, and what a C function can take as a pointer.
+///
+/// # Safety
+/// Implemented by the derive only, with compile-time assertions that the struct's size,
+/// alignment and every field offset equal the wire format's and that every field is
+/// [`InPlace`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be borrowed in place",
+    label = "not a `repr_c` descriptor",
+    note = "give `{Self}` `#[repr(C)]` and `#[descriptor(repr_c)]`, or take it as \
+            `#[external]` (unpacked into a copy)"
+)]
+pub unsafe trait ReprC: Descriptor + InPlace {
+    /// The value in `bytes` (a packed descriptor), validated, borrowed in place: refused when
+    /// the payload is not aligned for `Self` (XLA's buffers are; a packed `Vec<u8>` may not be).
+    fn view(bytes: &[u8]) -> Result<&Self, DescriptorError> {
+        let payload = check_header(bytes, Self::NAME, Self::fingerprint(), Self::FIXED_SIZE)?;
+        if payload.len() != Self::FIXED_SIZE {
+            return Err(DescriptorError::new(
+                Self::NAME,
+                ErrorKind::TooLong {
+                    used: HEADER_SIZE + Self::FIXED_SIZE,
+                    got: bytes.len(),
+                },
+            ));
+        }
+        Self::__validate_payload(payload)?;
+        let align = core::mem::align_of::<Self>();
+        if !cfg!(target_endian = "little") || (payload.as_ptr() as usize) % align != 0 {
+            return Err(DescriptorError::new(
+                Self::NAME,
+                ErrorKind::Misaligned {
+                    align,
+                    address: payload.as_ptr() as usize,
+                },
+            ));
+        }
+        // SAFETY: `payload` holds exactly `FIXED_SIZE == size_of::<Self>()` bytes, aligned for
+        // `Self` (checked above), and is borrowed for the returned lifetime. The trait's
+        // contract makes the Rust layout equal to the wire layout, and `__validate_payload`
+        // accepted every field (bools are 0 or 1, enums are variants, padding is zero), so the
+        // bytes are a valid `Self` on this little-endian target.
+        Ok(unsafe { &*payload.as_ptr().cast::<Self>() })
+    }
+}
+
 /// The magic bytes every packed descriptor starts with.
 pub const MAGIC: [u8; 4] = *b"CUOP";
 /// The wire format version this crate writes and reads.
@@ -77,6 +152,12 @@ pub trait Descriptor: Sized {
     #[doc(hidden)]
     /// Reads and validates a whole payload (its length is the header's).
     fn __read_payload(payload: &[u8]) -> Result<Self, DescriptorError>;
+
+    /// Validates a payload as `__read_payload` does, without building the value.
+    #[doc(hidden)]
+    fn __validate_payload(payload: &[u8]) -> Result<(), DescriptorError> {
+        Self::__read_payload(payload).map(drop)
+    }
 
     /// The packed length of this value, header included.
     fn packed_len(&self) -> usize {
@@ -238,8 +319,8 @@ pub(crate) mod registry {
 #[doc(hidden)]
 pub mod __derive {
     pub use super::wire::{
-        check_zero, read_field, read_string_tail, read_vec_tail, tail_len_string, tail_len_vec,
-        write_field, write_string_tail, write_vec_tail,
+        check_field, check_zero, read_field, read_string_tail, read_vec_tail, tail_len_string,
+        tail_len_vec, write_field, write_string_tail, write_vec_tail,
     };
 
     /// Offsets of fields laid out in order at their natural alignment, and the fixed part's

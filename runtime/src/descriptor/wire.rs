@@ -213,6 +213,20 @@ pub fn read_field<T: Wire>(
     T::read(&payload[offset..offset + T::SIZE]).map_err(|e| e.in_field(name))
 }
 
+/// Validates a fixed field at `offset` without keeping its value: nothing to do for a `PLAIN`
+/// type (every bit pattern is a value), a full read for the others (bool, enums, nested).
+#[inline]
+pub fn check_field<T: Wire>(
+    payload: &[u8],
+    offset: usize,
+    name: &str,
+) -> Result<(), DescriptorError> {
+    if T::PLAIN {
+        return Ok(());
+    }
+    read_field::<T>(payload, offset, name).map(drop)
+}
+
 /// Checks that the payload's padding bytes in `from..to` are zero.
 #[inline]
 pub fn check_zero(payload: &[u8], from: usize, to: usize) -> Result<(), DescriptorError> {

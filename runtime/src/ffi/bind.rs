@@ -4,7 +4,7 @@
 //! is and what shape each output must have.
 
 use super::{AttrRef, AttrValue, CallCx, Refusal, handle, op_err};
-use crate::descriptor::Descriptor;
+use crate::descriptor::{Descriptor, ReprC};
 use crate::plan::{OpDef, Plan, ResultPlan, Slot};
 use crate::schema::{OpSchema, ParamKind};
 use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
@@ -142,6 +142,13 @@ impl<'c, 'f> Binder<'c, 'f> {
     pub fn external<T: Descriptor>(&self) -> Result<T, OpError> {
         let (name, o) = self.operand(Want::External)?;
         self.cx.external(o, name)
+    }
+
+    /// The next parameter, an external read in place (`#[external(borrow)]`): validated as
+    /// `external` does, then borrowed from XLA's buffer without a copy.
+    pub fn external_ref<T: ReprC>(&self) -> Result<&'f T, OpError> {
+        let (name, o) = self.operand(Want::External)?;
+        self.cx.external_ref(o, name)
     }
 
     /// The next parameter, an attribute by value (a scalar, `bool`, or `&[T]`).

@@ -332,6 +332,26 @@ impl<'f> CallCx<'f> {
         })
     }
 
+    /// Argument `i`, a `tensor<Nxui8>` of packed `T`, validated and borrowed in place.
+    pub fn external_ref<T: crate::descriptor::ReprC>(
+        &self,
+        i: usize,
+        name: &str,
+    ) -> Result<&'f T, OpError> {
+        let bytes = self.bytes_arg(i, name)?;
+        T::view(bytes).map_err(|e| {
+            let refusal = match e.kind() {
+                crate::descriptor::ErrorKind::Misaligned { .. } => Refusal::Misaligned,
+                _ => Refusal::BadDescriptor,
+            };
+            op_err(
+                self.op,
+                refusal,
+                format!("external `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
+    }
+
     /// Packs `value` into result `i`, a `tensor<Nxui8>` of `T`'s packed size.
     pub fn write_descriptor<T: Descriptor>(
         &self,
