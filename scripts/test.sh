@@ -25,6 +25,13 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 step "the example kernel cdylib, built alone (no MLIR)"
 cargo build --locked -p customop-example-kernels --target-dir target/kernels
 export CUSTOMOP_KERNELS="$PWD/target/kernels/debug/libcustomop_example_kernels.so"
+step "the C-kernel example: the C library's own tests, then its cdylib (no MLIR)"
+mkdir -p target/c-kernel
+cc -Wall -Werror examples/c-kernel/c/test_scale_rows.c examples/c-kernel/c/scale_rows.c \
+  -o target/c-kernel/test_scale_rows
+target/c-kernel/test_scale_rows
+cargo build --locked -p customop-example-c-kernel --target-dir target/kernels
+export CUSTOMOP_C_KERNEL="$PWD/target/kernels/debug/libcustomop_example_c_kernel.so"
 if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
   echo "the kernel cdylib links MLIR" >&2; exit 1
 fi

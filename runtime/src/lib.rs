@@ -69,6 +69,9 @@ mod book {
 
     #[doc = include_str!("../../book/src/many-devices.md")]
     struct ManyDevices;
+
+    #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
+    struct WrappingCKernels;
 }
 
 /// Items the generated code names. Not part of the public API: free to change.

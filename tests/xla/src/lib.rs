@@ -147,13 +147,25 @@ pub fn example_kernels_release() -> PathBuf {
     LIB.get_or_init(|| build_example_kernels(true)).clone()
 }
 
+/// The C-kernel example's cdylib (`customop-example-c-kernel`: a C library wrapped by a
+/// custom op), built like [`example_kernels`], once per test process.
+pub fn example_c_kernel() -> PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| build_kernel_cdylib("customop-example-c-kernel", false))
+        .clone()
+}
+
 fn build_example_kernels(release: bool) -> PathBuf {
+    build_kernel_cdylib("customop-example-kernels", release)
+}
+
+fn build_kernel_cdylib(package: &str, release: bool) -> PathBuf {
     let root = workspace_root();
     let mut args = vec![
         "build",
         "--quiet",
         "-p",
-        "customop-example-kernels",
+        package,
         "--target-dir",
         "target/kernels",
     ];
@@ -165,13 +177,11 @@ fn build_example_kernels(release: bool) -> PathBuf {
         .args(&args)
         .status()
         .expect("run cargo build for the example kernels");
-    assert!(
-        status.success(),
-        "building the example kernel cdylib failed"
-    );
+    assert!(status.success(), "building the {package} cdylib failed");
     let profile = if release { "release" } else { "debug" };
     let lib = root.join(format!(
-        "target/kernels/{profile}/libcustomop_example_kernels.so"
+        "target/kernels/{profile}/lib{}.so",
+        package.replace('-', "_")
     ));
     assert!(lib.exists(), "{} is missing", lib.display());
     lib
