@@ -91,8 +91,8 @@ def xla_compile(path):
 
 
 def torch_python():
-    """A Python with torch and torch_xla: $CUSTOMOP_TORCH_PYTHON, else target/torch-venv."""
-    for py in [os.environ.get("CUSTOMOP_TORCH_PYTHON"), os.path.join(ROOT, "target", "torch-venv", "bin", "python")]:
+    """A Python with torch and torch_xla: $CUSTOMOP_TORCH_PYTHON, else the set-up's venv."""
+    for py in [os.environ.get("CUSTOMOP_TORCH_PYTHON"), os.path.join(ROOT, "target", "xla-venv", "bin", "python")]:
         if py and os.path.exists(py):
             r = subprocess.run([py, "-c", "import torch, torch_xla"], capture_output=True)
             if r.returncode == 0:
@@ -187,8 +187,8 @@ def main():
     tmp = lambda name: os.path.join(ROOT, "target", "compare", name)
     tpy = torch_python()
     print("torch_xla: %s" % ("found at %s" % tpy if tpy else
-                              "not installed (optional: torch==2.9.0 and torch_xla==2.9.0, ~6.5 GB, e.g. "
-                              "in target/torch-venv); its side is skipped"))
+                              "not installed (scripts/setup.sh installs torch==2.9.0 and torch_xla==2.9.0 "
+                              "into target/xla-venv); its side is skipped"))
     rows = []
     torch_rows = {}
     for n in ns:

@@ -469,6 +469,8 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::passthrough",
             "example::rms_norm",
             "example::row_scale",
+            "example::table_dot",
+            "example::table_dot_copy",
             "example::unlucky",
             "example_lib::affine",
             "my_custom_library::custom_op_external",

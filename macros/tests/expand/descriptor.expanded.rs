@@ -212,8 +212,8 @@ const _: () = {
 };
 const _: () = {
     ::core::assert!(
-        ::core::mem::size_of:: < Mode > () == ::core::mem::size_of:: < u8 > (),
-        "`Mode` is not the size of its `repr(u8)`"
+        ::core::mem::size_of::<Mode>() == ::core::mem::size_of::<u8>(),
+        "`Mode` is not the size of its `repr(u8)`",
     );
     unsafe impl ::customop::__private::descriptor::InPlace for Mode {}
     impl ::customop::__private::descriptor::Wire for Mode {
