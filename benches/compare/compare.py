@@ -31,17 +31,24 @@ FLOOR = os.environ["CUSTOMOP_FLOOR_LIB"]
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+def median_of(runs, fn):
+    """The median of `runs` fresh-process runs (by seconds); its RSS with it."""
+    results = sorted((fn() for _ in range(runs)), key=lambda r: r["seconds"])
+    return results[len(results) // 2]
+
+
 def best_of(runs, fn):
     """The fastest of `runs` fresh-process runs (the machine is noisy); its RSS with it."""
     return min((fn() for _ in range(runs)), key=lambda r: r["seconds"])
 
 
-def customop_lower(n, out_path, runs=3):
+def customop_lower(n, out_path, runs=5):
+    """The median of 5 fresh-process runs up to 10k ops, of 3 at 100k, one run beyond."""
     def once():
         r = subprocess.run([BUILDER, "--one", str(n), "--out", out_path], capture_output=True, text=True, check=True)
         fields = [f.strip() for f in r.stdout.strip().split(",")]
         return {"seconds": float(fields[1]), "rss_mb": float(fields[3])}
-    return best_of(runs if n <= 100000 else 1, once)
+    return median_of(runs if n <= 10000 else 3 if n <= 100000 else 1, once)
 
 
 JAX_LOWER = r"""
@@ -81,7 +88,7 @@ def jax_lower(n, out_path):
     def once():
         r = subprocess.run([PY, "-c", JAX_LOWER, str(n), out_path], capture_output=True, text=True, check=True)
         return json.loads(r.stdout.strip().splitlines()[-1])
-    return best_of(3 if n <= 10000 else 1, once)
+    return median_of(5 if n <= 10000 else 1, once)
 
 
 def xla_compile(path):
@@ -185,7 +192,8 @@ def main():
     ns = [1000, 10000] if quick else [1000, 10000, 100000]
     os.makedirs(os.path.join(ROOT, "target", "compare"), exist_ok=True)
     tmp = lambda name: os.path.join(ROOT, "target", "compare", name)
-    tpy = torch_python()
+    # --quick: customop against JAX only (torch_xla's 10k export alone takes about a minute).
+    tpy = None if quick else torch_python()
     print("torch_xla: %s" % ("found at %s" % tpy if tpy else
                               "not installed (scripts/setup.sh installs torch==2.9.0 and torch_xla==2.9.0 "
                               "into target/xla-venv); its side is skipped"))
@@ -201,6 +209,7 @@ def main():
         jc = xla_compile(tmp("jax-%d.mlir" % n)) if n <= 1000 else float("nan")
         rows.append((n, c, j, cc, jc))
     print()
+    print("lowering times: the median of 5 fresh-process runs of each side up to 10k ops")
     print("| N | customop lower | JAX lower | JAX / customop | customop RSS | JAX RSS | XLA compile (customop text) | XLA compile (JAX text) |")
     print("|---|---|---|---|---|---|---|---|")
     for n, c, j, cc, jc in rows:
@@ -237,7 +246,10 @@ def main():
     print("| %s | %.2f µs |" % (cn, ct * 1e6))
     print("| ratio | %.3f |" % (rt / ct))
 
-    scale_ns = [1000, 10000] if quick else [1000, 10000, 100000, 1000000]
+    for n, c, j, cc, jc in rows:
+        if n == 10000:
+            print("\nJAX / customop at 10,000 ops: %.1fx (median of 5 runs each)" % (j["seconds"] / c["seconds"]))
+    scale_ns = [1000, 10000, 1000000] if quick else [1000, 10000, 100000, 1000000]
     pts = []
     print()
     print("| N | customop lower | per op | peak RSS | RSS per op |")

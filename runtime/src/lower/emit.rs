@@ -46,8 +46,79 @@ fn context() -> Context {
 struct Cache<'c> {
     ctx: &'c Context,
     types: HashMap<TensorType, Type<'c>>,
-    attrs: HashMap<String, Attribute<'c>>,
+    /// By a structural hash of the value (no text is formatted for a lookup), each bucket
+    /// holding the values themselves, compared exactly (floats by their bits).
+    attrs: HashMap<u64, Vec<(super::Attr, Attribute<'c>)>>,
+    /// Attribute names, interned once.
+    names: HashMap<&'static str, Identifier<'c>>,
     loc: Location<'c>,
+}
+
+/// A structural hash of an attribute value: FNV-1a over its variant tags and contents.
+fn attr_hash(a: &super::Attr) -> u64 {
+    fn eat(h: &mut u64, bytes: &[u8]) {
+        for &b in bytes {
+            *h ^= u64::from(b);
+            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn go(h: &mut u64, a: &super::Attr) {
+        use super::Attr::*;
+        match a {
+            Bool(b) => eat(h, &[0, u8::from(*b)]),
+            I32(v) => (eat(h, &[1]), eat(h, &v.to_le_bytes())).1,
+            I64(v) => (eat(h, &[2]), eat(h, &v.to_le_bytes())).1,
+            Int(v, t) => (eat(h, &[3]), eat(h, &v.to_le_bytes()), eat(h, t.as_bytes())).2,
+            F32(v) => (eat(h, &[4]), eat(h, &v.to_bits().to_le_bytes())).1,
+            F64(v) => (eat(h, &[5]), eat(h, &v.to_bits().to_le_bytes())).1,
+            Str(b) => (eat(h, &[6]), eat(h, &b.len().to_le_bytes()), eat(h, b)).2,
+            DenseI64(vs) => {
+                eat(h, &[7]);
+                eat(h, &vs.len().to_le_bytes());
+                for v in vs {
+                    eat(h, &v.to_le_bytes());
+                }
+            }
+            Array(items) => {
+                eat(h, &[8]);
+                eat(h, &items.len().to_le_bytes());
+                for i in items {
+                    go(h, i);
+                }
+            }
+            Dict(entries) => {
+                eat(h, &[9]);
+                eat(h, &entries.len().to_le_bytes());
+                for (k, v) in entries {
+                    eat(h, &k.len().to_le_bytes());
+                    eat(h, k.as_bytes());
+                    go(h, v);
+                }
+            }
+            Raw(t) => (eat(h, &[10]), eat(h, t.as_bytes())).1,
+        }
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325;
+    go(&mut h, a);
+    h
+}
+
+/// Equality as the attribute's text would see it: floats by their bits (so NaNs match
+/// themselves, and 0.0 and -0.0 differ).
+fn attr_eq(a: &super::Attr, b: &super::Attr) -> bool {
+    use super::Attr::*;
+    match (a, b) {
+        (F32(x), F32(y)) => x.to_bits() == y.to_bits(),
+        (F64(x), F64(y)) => x.to_bits() == y.to_bits(),
+        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| attr_eq(p, q)),
+        (Dict(x), Dict(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((k1, v1), (k2, v2))| k1 == k2 && attr_eq(v1, v2))
+        }
+        _ => a == b,
+    }
 }
 
 impl<'c> Cache<'c> {
@@ -62,14 +133,26 @@ impl<'c> Cache<'c> {
         Ok(ty)
     }
 
-    fn attr(&mut self, text: String) -> Result<Attribute<'c>, BuildError> {
-        if let Some(a) = self.attrs.get(&text) {
+    fn attr(&mut self, value: &super::Attr) -> Result<Attribute<'c>, BuildError> {
+        let h = attr_hash(value);
+        if let Some(bucket) = self.attrs.get(&h)
+            && let Some((_, a)) = bucket.iter().find(|(v, _)| attr_eq(v, value))
+        {
             return Ok(*a);
         }
+        let text = value.to_string();
         let a = Attribute::parse(self.ctx, &text)
             .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the attribute `{text}`")))?;
-        self.attrs.insert(text, a);
+        self.attrs.entry(h).or_default().push((value.clone(), a));
         Ok(a)
+    }
+
+    fn name(&mut self, name: &'static str) -> Identifier<'c> {
+        let ctx = self.ctx;
+        *self
+            .names
+            .entry(name)
+            .or_insert_with(|| Identifier::new(ctx, name))
     }
 }
 
@@ -103,6 +186,7 @@ fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, Bui
         ctx,
         types: HashMap::new(),
         attrs: HashMap::new(),
+        names: HashMap::new(),
         loc: Location::unknown(ctx),
     };
     let module = melior::ir::Module::new(cache.loc);
@@ -113,7 +197,10 @@ fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, Bui
                     Identifier::new(ctx, "sym_name"),
                     StringAttribute::new(ctx, &mesh.name).into(),
                 ),
-                (Identifier::new(ctx, "mesh"), cache.attr(mesh.attr())?),
+                (
+                    Identifier::new(ctx, "mesh"),
+                    cache.attr(&super::Attr::Raw(mesh.attr()))?,
+                ),
             ])
             .build()
             .map_err(mlir_err)?;
@@ -273,7 +360,10 @@ fn build_func<'c>(
             }
         }
         text.push(']');
-        attrs.push((Identifier::new(ctx, "arg_attrs"), cache.attr(text)?));
+        attrs.push((
+            Identifier::new(ctx, "arg_attrs"),
+            cache.attr(&super::Attr::Raw(text))?,
+        ));
     }
     if is_entry && f.result_shardings.iter().any(Option::is_some) {
         let items: Vec<String> = f
@@ -286,7 +376,7 @@ fn build_func<'c>(
             .collect();
         attrs.push((
             Identifier::new(ctx, "res_attrs"),
-            cache.attr(format!("[{}]", items.join(", ")))?,
+            cache.attr(&super::Attr::Raw(format!("[{}]", items.join(", "))))?,
         ));
     }
     OperationBuilder::new("func.func", loc)
@@ -303,7 +393,7 @@ fn attributes<'c>(
 ) -> Result<Vec<(Identifier<'c>, Attribute<'c>)>, BuildError> {
     let mut out = Vec::with_capacity(attrs.len());
     for (name, a) in attrs {
-        out.push((Identifier::new(cache.ctx, name), cache.attr(a.to_string())?));
+        out.push((cache.name(name), cache.attr(a)?));
     }
     Ok(out)
 }
@@ -405,33 +495,40 @@ fn with_module<R>(
     result
 }
 
-/// Appends MLIR's printed chunks to the `Vec<u8>` behind `data`.
-unsafe extern "C" fn append_chunk(chunk: mlir_sys::MlirStringRef, data: *mut core::ffi::c_void) {
-    // SAFETY: `data` is the `&mut Vec<u8>` that `print_to_string` passes, alive and not
-    // otherwise borrowed for the duration of `mlirOperationPrint`.
-    let out = unsafe { &mut *(data as *mut Vec<u8>) };
-    if chunk.data.is_null() || chunk.length == 0 {
-        return;
-    }
-    // SAFETY: MLIR passes `length` valid bytes at `data` for the duration of the callback.
-    out.extend_from_slice(unsafe {
-        core::slice::from_raw_parts(chunk.data as *const u8, chunk.length)
-    });
+unsafe extern "C" {
+    /// `src/lower/print.cpp`: prints `op` through a 1 MiB-buffered stream, calling `append`
+    /// with each chunk.
+    fn customop_print_operation(
+        op: mlir_sys::MlirOperation,
+        append: unsafe extern "C" fn(*const core::ffi::c_char, usize, *mut core::ffi::c_void),
+        data: *mut core::ffi::c_void,
+    );
 }
 
-/// Prints an operation straight into one buffer. melior's `to_string` goes through
-/// `fmt::Formatter` and checks UTF-8 chunk by chunk; for a module of a million ops that is a
-/// fifth of the time. Here the bytes are appended as they come and checked once.
+/// Appends a printed chunk to the `Vec<u8>` behind `data`.
+unsafe extern "C" fn append_chunk(
+    ptr: *const core::ffi::c_char,
+    len: usize,
+    data: *mut core::ffi::c_void,
+) {
+    if ptr.is_null() || len == 0 {
+        return;
+    }
+    // SAFETY: `data` is the `&mut Vec<u8>` that `print_to_string` passes, alive and not
+    // otherwise borrowed during the print; the printer passes `len` valid bytes at `ptr`.
+    unsafe {
+        (*(data as *mut Vec<u8>)).extend_from_slice(core::slice::from_raw_parts(ptr.cast(), len))
+    };
+}
+
+/// Prints an operation straight into one buffer, through a buffered C++ stream (MLIR's
+/// `mlirOperationPrint` calls back once per token), and checks UTF-8 once.
 fn print_to_string(op: &melior::ir::operation::OperationRef<'_, '_>) -> Result<String, BuildError> {
     let mut buf: Vec<u8> = Vec::new();
     // SAFETY: `op` is a live operation of a live context; `append_chunk` only appends to `buf`,
     // which outlives the call and is not touched elsewhere meanwhile.
     unsafe {
-        mlir_sys::mlirOperationPrint(
-            op.to_raw(),
-            Some(append_chunk),
-            (&mut buf as *mut Vec<u8>).cast(),
-        );
+        customop_print_operation(op.to_raw(), append_chunk, (&mut buf as *mut Vec<u8>).cast());
     }
     String::from_utf8(buf).map_err(|e| BuildError::new(format!("MLIR printed invalid UTF-8: {e}")))
 }
