@@ -194,9 +194,12 @@ def main():
     tmp = lambda name: os.path.join(ROOT, "target", "compare", name)
     # --quick: customop against JAX only (torch_xla's 10k export alone takes about a minute).
     tpy = None if quick else torch_python()
-    print("torch_xla: %s" % ("found at %s" % tpy if tpy else
-                              "not installed (scripts/setup.sh installs torch==2.9.0 and torch_xla==2.9.0 "
-                              "into target/xla-venv); its side is skipped"))
+    if quick:
+        print("torch_xla: skipped with --quick")
+    else:
+        print("torch_xla: %s" % ("found at %s" % tpy if tpy else
+                                  "not installed (scripts/setup.sh installs torch==2.9.0 and torch_xla==2.9.0 "
+                                  "into target/xla-venv); its side is skipped"))
     rows = []
     torch_rows = {}
     for n in ns:
