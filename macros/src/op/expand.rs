@@ -118,11 +118,6 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         let tr = respan(tr, ty.span());
         quote!(#lead #ty: #tr)
     };
-    let hr_bound = |ty: &syn::Type, tr: TokenStream| {
-        let lead = respan(quote!(for<'__f>), ty.span());
-        let tr = respan(tr, ty.span());
-        quote!(#lead #ty: #tr)
-    };
     let mut out: Vec<TokenStream> = Vec::new();
     for prm in &op.params {
         match &prm.kind {
@@ -144,13 +139,13 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
                 out.push(bound(inner, quote!(#p::descriptor::ReprC)));
             }
             Kind::Attr(AttrKind::Value(t)) => {
-                out.push(hr_bound(t, quote!(#p::ffi::AttrValue<'__f>)));
+                out.push(bound(t, quote!(#p::ffi::AttrValue<'__f>)));
             }
             Kind::Attr(AttrKind::Slice(_, e)) => {
                 out.push(bound(e, quote!(#p::ffi::ArrayAttrElement)));
             }
             Kind::Attr(AttrKind::Ref(t)) => {
-                out.push(hr_bound(t, quote!(#p::ffi::AttrRef<'__f>)));
+                out.push(bound(t, quote!(#p::ffi::AttrRef<'__f>)));
             }
             Kind::Invalid(..) => {}
         }
