@@ -231,16 +231,7 @@ class TorchLibrary:
                           message, len(message))
         if code != 0:
             raise KernelError(message.value.decode("utf-8", "replace"), code)
-        outs = []
-        for (kind, _, _), r in zip(specs, results):
-            if kind == "updated":
-                continue
-            outs.append(r)
-        for spec_r, r in zip(sch["results"], results):
-            if spec_r["kind"] == "updated_external":
-                target = args[names.index(spec_r["param"])]
-                target.copy_(r.view(target.dtype))
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return _write_back(sch, names, args, results)
 
     def _xla(self, sch, args, kwargs):
         from torch_xla.experimental.stablehlo_custom_call import stablehlo_custom_call
@@ -252,19 +243,25 @@ class TorchLibrary:
                                      [TORCH_DTYPES[d] for _, _, d in specs],
                                      sch["side_effect"], config, 4)
         outs = [outs] if len(specs) == 1 else list(outs)
-        returned = []
-        for spec_r, o in zip(sch["results"], outs):
-            if spec_r["kind"] == "updated_external":
-                target = args[names.index(spec_r["param"])]
-                target.copy_(o.view(target.dtype))
-            else:
-                returned.append(o)
-        return returned[0] if len(returned) == 1 else tuple(returned)
+        return _write_back(sch, names, args, outs)
 
     def _register_with_jax(self):
         if not self._registered_with_jax:
             self.library.register()
             self._registered_with_jax = True
+
+
+def _write_back(sch, names, args, results):
+    """Copies each updated external's new state into its operand (the schema's `Tensor(a!)`)
+    and returns the other results, as torch expects them: one tensor, or a tuple."""
+    returned = []
+    for spec, r in zip(sch["results"], results):
+        if spec["kind"] == "updated_external":
+            target = args[names.index(spec["param"])]
+            target.copy_(r.view(target.dtype))
+        else:
+            returned.append(r)
+    return returned[0] if len(returned) == 1 else tuple(returned)
 
 
 def _as_bytes(t):
