@@ -66,12 +66,32 @@ fn attr_hash(a: &super::Attr) -> u64 {
         use super::Attr::*;
         match a {
             Bool(b) => eat(h, &[0, u8::from(*b)]),
-            I32(v) => (eat(h, &[1]), eat(h, &v.to_le_bytes())).1,
-            I64(v) => (eat(h, &[2]), eat(h, &v.to_le_bytes())).1,
-            Int(v, t) => (eat(h, &[3]), eat(h, &v.to_le_bytes()), eat(h, t.as_bytes())).2,
-            F32(v) => (eat(h, &[4]), eat(h, &v.to_bits().to_le_bytes())).1,
-            F64(v) => (eat(h, &[5]), eat(h, &v.to_bits().to_le_bytes())).1,
-            Str(b) => (eat(h, &[6]), eat(h, &b.len().to_le_bytes()), eat(h, b)).2,
+            I32(v) => {
+                eat(h, &[1]);
+                eat(h, &v.to_le_bytes());
+            }
+            I64(v) => {
+                eat(h, &[2]);
+                eat(h, &v.to_le_bytes());
+            }
+            Int(v, t) => {
+                eat(h, &[3]);
+                eat(h, &v.to_le_bytes());
+                eat(h, t.as_bytes());
+            }
+            F32(v) => {
+                eat(h, &[4]);
+                eat(h, &v.to_bits().to_le_bytes());
+            }
+            F64(v) => {
+                eat(h, &[5]);
+                eat(h, &v.to_bits().to_le_bytes());
+            }
+            Str(b) => {
+                eat(h, &[6]);
+                eat(h, &b.len().to_le_bytes());
+                eat(h, b);
+            }
             DenseI64(vs) => {
                 eat(h, &[7]);
                 eat(h, &vs.len().to_le_bytes());
@@ -95,7 +115,10 @@ fn attr_hash(a: &super::Attr) -> u64 {
                     go(h, v);
                 }
             }
-            Raw(t) => (eat(h, &[10]), eat(h, t.as_bytes())).1,
+            Raw(t) => {
+                eat(h, &[10]);
+                eat(h, t.as_bytes());
+            }
         }
     }
     let mut h = 0xcbf2_9ce4_8422_2325;
