@@ -593,3 +593,16 @@ fn a_borrowed_view_is_the_unpacked_value() {
         "the view points into the bytes"
     );
 }
+
+#[test]
+fn a_borrowed_view_refuses_bytes_after_the_fixed_part() {
+    use customop::descriptor::{ErrorKind, ReprC};
+    let mut long = table_bytes(7);
+    long.extend_from_slice(&[0; 4]);
+    let len = (long.len() - 24) as u32;
+    long[8..12].copy_from_slice(&len.to_le_bytes()); // the header agrees, so the payload is read
+    let bytes = Bytes::new(&long);
+    let e = k::Table4k::view(bytes.get()).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::TooLong { .. }), "{e}");
+    assert!(k::Table4k::unpack(bytes.get()).is_err());
+}

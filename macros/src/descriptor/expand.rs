@@ -184,10 +184,20 @@ fn expand_struct(d: &Descriptor<'_>, fields: &[Field<'_>]) -> TokenStream {
                     __payload: &[u8],
                 ) -> ::core::result::Result<(), #de::DescriptorError> {
                     let __check = || -> ::core::result::Result<(), #de::DescriptorError> {
-                        if __payload.len() != <Self as #de::Descriptor>::FIXED_SIZE {
+                        // Exactly the fixed part: no tails, so no bytes after it.
+                        let __fixed = <Self as #de::Descriptor>::FIXED_SIZE;
+                        if __payload.len() < __fixed {
                             return ::core::result::Result::Err(#de::DescriptorError::field_error(
                                 #de::ErrorKind::TooShort {
-                                    needed: #de::HEADER_SIZE + <Self as #de::Descriptor>::FIXED_SIZE,
+                                    needed: #de::HEADER_SIZE + __fixed,
+                                    got: #de::HEADER_SIZE + __payload.len(),
+                                },
+                            ));
+                        }
+                        if __payload.len() > __fixed {
+                            return ::core::result::Result::Err(#de::DescriptorError::field_error(
+                                #de::ErrorKind::TooLong {
+                                    used: #de::HEADER_SIZE + __fixed,
                                     got: #de::HEADER_SIZE + __payload.len(),
                                 },
                             ));

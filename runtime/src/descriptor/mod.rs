@@ -69,15 +69,7 @@ pub unsafe trait ReprC: Descriptor + InPlace {
     /// the payload is not aligned for `Self` (XLA's buffers are; a packed `Vec<u8>` may not be).
     fn view(bytes: &[u8]) -> Result<&Self, DescriptorError> {
         let payload = check_header(bytes, Self::NAME, Self::fingerprint(), Self::FIXED_SIZE)?;
-        if payload.len() != Self::FIXED_SIZE {
-            return Err(DescriptorError::new(
-                Self::NAME,
-                ErrorKind::TooLong {
-                    used: HEADER_SIZE + Self::FIXED_SIZE,
-                    got: bytes.len(),
-                },
-            ));
-        }
+        // Also refuses any byte after the fixed part (the derive's validation).
         Self::__validate_payload(payload)?;
         let align = core::mem::align_of::<Self>();
         if !cfg!(target_endian = "little") || (payload.as_ptr() as usize) % align != 0 {
@@ -89,7 +81,8 @@ pub unsafe trait ReprC: Descriptor + InPlace {
                 },
             ));
         }
-        // SAFETY: `payload` holds exactly `FIXED_SIZE == size_of::<Self>()` bytes, aligned for
+        // SAFETY: `payload` holds exactly `FIXED_SIZE == size_of::<Self>()` bytes (validated
+        // above: the derive's `__validate_payload` for a `ReprC` type checks the length), aligned for
         // `Self` (checked above), and is borrowed for the returned lifetime. The trait's
         // contract makes the Rust layout equal to the wire layout, and `__validate_payload`
         // accepted every field (bools are 0 or 1, enums are variants, padding is zero), so the
