@@ -4,10 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use customop::{CallAttr, CallTensor, Descriptor, customop_call};
 use customop_example_kernels as k;
 use std::ffi::c_void;
 use std::ptr::null;
+use support::seed_blob;
 
 const S8: i32 = 2;
 const U8: i32 = 6;
@@ -51,16 +54,6 @@ fn call(
     };
     let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
     (code, String::from_utf8_lossy(&msg[..end]).into_owned())
-}
-
-fn seed_blob() -> Vec<u8> {
-    k::Blob {
-        gain: 2.0,
-        bias: -1,
-        seed: 42,
-        tag: *b"customop seed!!!",
-    }
-    .pack()
 }
 
 #[test]

@@ -16,19 +16,9 @@ fn seed() -> Handler {
     k::custom_op_external::customop_handler_my_custom_library_custom_op_external
 }
 
-fn blob_bytes() -> Vec<u8> {
-    k::Blob {
-        gain: 2.0,
-        bias: -1,
-        seed: 42,
-        tag: *b"customop seed!!!",
-    }
-    .pack()
-}
-
 fn seed_frame() -> Frame {
     Frame::new(
-        vec![buf(U8, &[56], &blob_bytes()), f32s(&[3, 3], &[1.0; 9])],
+        vec![buf(U8, &[56], &seed_blob()), f32s(&[3, 3], &[1.0; 9])],
         vec![buf(S8, &[3], &[0x55; 3])],
     )
 }
@@ -187,7 +177,7 @@ fn overlap_case() -> String {
 
 #[test]
 fn descriptor_bytes() {
-    let good = blob_bytes();
+    let good = seed_blob();
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (good[..20].to_vec(), "too_short"),
         (

@@ -178,13 +178,7 @@ fn mutate(rng: &mut Rng, f: &mut Frame) {
 }
 
 fn seeds() -> Vec<(Handler, Frame)> {
-    let blob = k::Blob {
-        gain: 2.0,
-        bias: -1,
-        seed: 42,
-        tag: *b"customop seed!!!",
-    }
-    .pack();
+    let blob = seed_blob();
     let cfg = k::NormCfg {
         scale: 1.0,
         shift: 0.5,

@@ -8,6 +8,18 @@ use customop::__private::ffi::abi::*;
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
+/// The seed op's `Blob` (gain 2, bias -1), packed: the external most tests pass.
+pub fn seed_blob() -> Vec<u8> {
+    use customop::Descriptor;
+    customop_example_kernels::Blob {
+        gain: 2.0,
+        bias: -1,
+        seed: 42,
+        tag: *b"customop seed!!!",
+    }
+    .pack()
+}
+
 pub type Handler = unsafe extern "C" fn(*mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
 
 pub const PRED: i32 = 1;
