@@ -132,20 +132,20 @@ fn bench_table(c: &mut Criterion) {
     let mut y = [0f32; 2];
     let (dims_t, dims_x, dims_y) = ([packed.len() as i64], [2i64, 16], [2i64]);
     let args = [
-        customop::CallTensor {
+        customop::c_abi::CallTensor {
             dtype: 6,
             data: packed.as_mut_ptr().cast(),
             rank: 1,
             dims: dims_t.as_ptr(),
         },
-        customop::CallTensor {
+        customop::c_abi::CallTensor {
             dtype: 11,
             data: x.as_mut_ptr().cast(),
             rank: 2,
             dims: dims_x.as_ptr(),
         },
     ];
-    let rets = [customop::CallTensor {
+    let rets = [customop::c_abi::CallTensor {
         dtype: 11,
         data: y.as_mut_ptr().cast(),
         rank: 1,
@@ -156,7 +156,7 @@ fn bench_table(c: &mut Criterion) {
         // SAFETY: the tensors point at live buffers of their stated types and shapes (the
         // packed table, x, y), which outlive the benchmark; no attributes, no message buffer.
         unsafe {
-            customop::customop_call(
+            customop::c_abi::customop_call(
                 Some(h),
                 args.as_ptr(),
                 2,

@@ -306,7 +306,7 @@ fn an_opaque_result_feeds_another_op() {
     let mut m = Module::new();
     let mut f = m.entry("main", [t(ElementType::F32, &[4])]).unwrap();
     let x = f.arg(0).unwrap();
-    let stats = k::make_stats::call(&mut f, &x).unwrap(); // Desc<Stats>
+    let stats = k::make_stats::call(&mut f, &x).unwrap(); // DescriptorValue<Stats>
     let y = k::apply_stats::call(&mut f, &stats, &x).unwrap();
     f.ret(&[&y, stats.value()]).unwrap();
     let text = m.to_text().unwrap();
@@ -466,6 +466,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::doubled",
             "example::histogram",
             "example::make_stats",
+            "example::masked_split",
             "example::passthrough",
             "example::rms_norm",
             "example::row_scale",
@@ -564,18 +565,18 @@ fn schemas_are_data_and_pytorch_strings() {
         json["results"][0]["shape"],
         serde_json::json!([{"kind": "dim_of", "param": "x", "dim": 0}])
     );
-    let names: Vec<String> = customop::schema::ops().map(|s| s.name.clone()).collect();
+    let names: Vec<String> = customop::registry::ops().map(|s| s.name.clone()).collect();
     assert!(
         names.contains(&"example_lib::affine".to_string()),
         "{names:?}"
     );
     assert_eq!(
-        customop::schema::find("example::rms_norm").unwrap().name,
+        customop::registry::find("example::rms_norm").unwrap().name,
         "example::rms_norm"
     );
-    assert!(customop::schema::find("example::no_such_op").is_none());
+    assert!(customop::registry::find("example::no_such_op").is_none());
     let manifest: serde_json::Value =
-        serde_json::from_str(&customop::manifest_json()).expect("the manifest is JSON");
+        serde_json::from_str(&customop::registry::manifest_json()).expect("the manifest is JSON");
     let rms = manifest["ops"]
         .as_array()
         .and_then(|ops| ops.iter().find(|o| o["name"] == "example::rms_norm"))

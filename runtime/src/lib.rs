@@ -5,31 +5,31 @@
 #[allow(unused_extern_crates)]
 extern crate self as customop;
 
+pub mod c_abi;
 pub mod descriptor;
+pub mod error;
 mod ffi;
-mod make;
-pub mod plan;
+mod plan;
+mod records;
+pub mod registry;
 pub mod schema;
 pub mod tensor;
 pub mod types;
 
 #[cfg(feature = "mlir")]
 pub mod lower;
-#[cfg(feature = "mlir")]
-#[doc(hidden)]
-pub mod op_support;
 
 /// The types an op's `#[attr]` parameters can have: [`AttrValue`](attr::AttrValue) by value
 /// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
 /// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).
 pub mod attr {
-    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Held};
+    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Unpacked};
 }
 
 pub use descriptor::{Descriptor, DescriptorError};
-pub use ffi::{CallAttr, CallTensor, Refusal, customop_call, customop_manifest, manifest_json};
+pub use error::{ErrorCode, OpError, Refusal};
 pub use schema::OpSchema;
-pub use tensor::{ErrorCode, OpError, Opaque, TensorMut, TensorRef};
+pub use tensor::{Opaque, TensorMut, TensorRef};
 pub use types::{Element, ElementType, TensorType};
 
 /// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
@@ -43,7 +43,8 @@ pub use customop_macros::Descriptor;
 /// The names most code needs: `use customop::prelude::*;`.
 pub mod prelude {
     pub use crate::descriptor::{Descriptor, DescriptorError};
-    pub use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
+    pub use crate::error::OpError;
+    pub use crate::tensor::{Opaque, TensorMut, TensorRef};
     pub use crate::types::{ElementType, TensorType};
     pub use customop_macros::{Descriptor, custom_op};
 }
@@ -82,17 +83,18 @@ pub mod __private {
     /// The FFI layer the generated handlers call: the C ABI mirror and the binder.
     pub mod ffi {
         pub use crate::ffi::{
-            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Held, abi, handle, run,
+            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Unpacked, abi, handle,
+            run,
         };
     }
     #[cfg(feature = "mlir")]
     pub use crate::lower;
-    pub use crate::make::*;
     #[cfg(feature = "mlir")]
-    pub use crate::op_support;
+    pub use crate::lower::op_call;
     pub use crate::plan::OpDef;
+    pub use crate::records::*;
+    pub use crate::registry::OpEntry;
     pub use crate::schema;
-    pub use crate::schema::registry::OpEntry;
     pub use crate::tensor;
     pub use crate::types;
     pub use core;

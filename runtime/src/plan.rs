@@ -6,7 +6,7 @@
 use crate::schema::{DimRule, FactorDims, OpSchema, ParamKind, ResultKind};
 use crate::types::ElementType;
 
-/// An op's schema and its [`Plan`], built once (generated code keeps one in a `static`).
+/// An op's schema and its `Plan`, built once (generated code keeps one in a `static`).
 #[derive(Debug)]
 pub struct OpDef {
     schema: OpSchema,
@@ -41,7 +41,7 @@ impl OpDef {
 
 /// Where a parameter of the schema goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
+pub enum ParamSlot {
     /// Operand `n` of the custom call (tensors and externals, in declaration order).
     Operand(usize),
     /// Entry `n` of the backend_config dictionary (attributes, in declaration order).
@@ -50,7 +50,7 @@ pub enum Slot {
 
 /// One dimension of an output, resolved to operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dim {
+pub enum OutputDim {
     /// A constant size.
     Const(i64),
     /// Dimension `dim` of operand `operand`.
@@ -64,11 +64,11 @@ pub enum Dim {
 
 /// The shape of an output.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Shape {
+pub enum OutputShape {
     /// The shape of operand `n`.
     Of(usize),
     /// One rule per dimension.
-    Dims(Vec<Dim>),
+    Dims(Vec<OutputDim>),
 }
 
 /// One result of the custom call.
@@ -79,7 +79,7 @@ pub enum ResultPlan {
         /// Its element type.
         element: ElementType,
         /// Its shape.
-        shape: Shape,
+        shape: OutputShape,
     },
     /// Packed descriptor bytes of a fixed size (`None`: the descriptor has tails, and cannot
     /// be a result).
@@ -98,7 +98,7 @@ pub enum ResultPlan {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// Per schema parameter, where it goes.
-    pub params: Vec<Slot>,
+    pub params: Vec<ParamSlot>,
     /// Per operand, the schema parameter it is.
     pub operand_params: Vec<usize>,
     /// The results, in the custom call's order.
@@ -117,11 +117,11 @@ impl Plan {
         for (i, p) in schema.params.iter().enumerate() {
             match p.kind {
                 ParamKind::Tensor { .. } | ParamKind::External { .. } => {
-                    params.push(Slot::Operand(operand_params.len()));
+                    params.push(ParamSlot::Operand(operand_params.len()));
                     operand_params.push(i);
                 }
                 ParamKind::Attribute { .. } => {
-                    params.push(Slot::Attribute(attrs));
+                    params.push(ParamSlot::Attribute(attrs));
                     attrs += 1;
                 }
             }
@@ -138,7 +138,7 @@ impl Plan {
                     )
                 })?;
             match (&schema.params[i].kind, params[i]) {
-                (ParamKind::Tensor { .. }, Slot::Operand(o)) => Ok(o),
+                (ParamKind::Tensor { .. }, ParamSlot::Operand(o)) => Ok(o),
                 _ => Err(format!(
                     "{}: {what} names `{name}`, which is not a tensor input",
                     schema.name
@@ -152,13 +152,15 @@ impl Plan {
             results.push(match &r.kind {
                 ResultKind::Tensor { dtype, shape } => {
                     let shape = match shape.as_slice() {
-                        [DimRule::ShapeOf { param }] => Shape::Of(tensor_operand(param, &what)?),
-                        rules => Shape::Dims(
+                        [DimRule::ShapeOf { param }] => {
+                            OutputShape::Of(tensor_operand(param, &what)?)
+                        }
+                        rules => OutputShape::Dims(
                             rules
                                 .iter()
                                 .map(|d| match d {
-                                    DimRule::Const { size } => Ok(Dim::Const(*size)),
-                                    DimRule::DimOf { param, dim } => Ok(Dim::Of {
+                                    DimRule::Const { size } => Ok(OutputDim::Const(*size)),
+                                    DimRule::DimOf { param, dim } => Ok(OutputDim::Of {
                                         operand: tensor_operand(param, &what)?,
                                         dim: *dim,
                                     }),
@@ -181,7 +183,10 @@ impl Plan {
                 ResultKind::UpdatedExternal { param, .. } => {
                     let i = schema.params.iter().position(|p| &p.name == param);
                     let operand = match i.map(|i| (&schema.params[i].kind, params[i])) {
-                        Some((ParamKind::External { mutable: true, .. }, Slot::Operand(o))) => o,
+                        Some((
+                            ParamKind::External { mutable: true, .. },
+                            ParamSlot::Operand(o),
+                        )) => o,
                         _ => {
                             return Err(format!(
                                 "{}: result `{}` updates `{param}`, which is not a `&mut` external",
@@ -219,7 +224,7 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
     for e in &mut rule.operands {
         let i = params.iter().position(|p| p.name == e.name);
         match i.map(|i| (&params[i].kind, plan.params[i])) {
-            Some((ParamKind::Tensor { .. }, Slot::Operand(o))) => e.index = o,
+            Some((ParamKind::Tensor { .. }, ParamSlot::Operand(o))) => e.index = o,
             _ => {
                 return Err(format!(
                     "{}: the partition rule names `{}`, which is not a tensor input",
@@ -259,7 +264,7 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-impl Shape {
+impl OutputShape {
     /// The shape, given each operand's dimensions; `Err` names the operand dimension that is
     /// missing (index into `operand_dims`, dimension).
     pub fn eval<'d>(
@@ -267,12 +272,12 @@ impl Shape {
         operand_dims: impl Fn(usize) -> &'d [i64],
     ) -> Result<Vec<i64>, (usize, usize)> {
         match self {
-            Shape::Of(o) => Ok(operand_dims(*o).to_vec()),
-            Shape::Dims(dims) => dims
+            OutputShape::Of(o) => Ok(operand_dims(*o).to_vec()),
+            OutputShape::Dims(dims) => dims
                 .iter()
                 .map(|d| match *d {
-                    Dim::Const(c) => Ok(c),
-                    Dim::Of { operand, dim } => operand_dims(operand)
+                    OutputDim::Const(c) => Ok(c),
+                    OutputDim::Of { operand, dim } => operand_dims(operand)
                         .get(dim)
                         .copied()
                         .ok_or((operand, dim)),
@@ -286,12 +291,14 @@ impl Shape {
     #[inline]
     pub fn matches<'d>(&self, dims: &[i64], operand_dims: impl Fn(usize) -> &'d [i64]) -> bool {
         match self {
-            Shape::Of(o) => operand_dims(*o) == dims,
-            Shape::Dims(rules) => {
+            OutputShape::Of(o) => operand_dims(*o) == dims,
+            OutputShape::Dims(rules) => {
                 rules.len() == dims.len()
                     && rules.iter().zip(dims).all(|(r, &d)| match *r {
-                        Dim::Const(c) => c == d,
-                        Dim::Of { operand, dim } => operand_dims(operand).get(dim) == Some(&d),
+                        OutputDim::Const(c) => c == d,
+                        OutputDim::Of { operand, dim } => {
+                            operand_dims(operand).get(dim) == Some(&d)
+                        }
                     })
             }
         }
@@ -392,11 +399,11 @@ mod tests {
         assert_eq!(
             p.params,
             vec![
-                Slot::Attribute(0),
-                Slot::Operand(0),
-                Slot::Operand(1),
-                Slot::Attribute(1),
-                Slot::Operand(2),
+                ParamSlot::Attribute(0),
+                ParamSlot::Operand(0),
+                ParamSlot::Operand(1),
+                ParamSlot::Attribute(1),
+                ParamSlot::Operand(2),
             ]
         );
         assert_eq!(p.operand_params.len(), 3);
@@ -406,11 +413,14 @@ mod tests {
             vec![
                 ResultPlan::Tensor {
                     element: ElementType::I8,
-                    shape: Shape::Dims(vec![Dim::Of { operand: 1, dim: 1 }, Dim::Const(4)]),
+                    shape: OutputShape::Dims(vec![
+                        OutputDim::Of { operand: 1, dim: 1 },
+                        OutputDim::Const(4)
+                    ]),
                 },
                 ResultPlan::Tensor {
                     element: ElementType::I8,
-                    shape: Shape::Of(2),
+                    shape: OutputShape::Of(2),
                 },
                 ResultPlan::Updated { operand: 0 },
             ]
@@ -459,19 +469,19 @@ mod tests {
     fn shapes_evaluate_and_match_from_operand_dims() {
         let dims: [&[i64]; 2] = [&[3, 5], &[7]];
         let of = |o: usize| dims[o];
-        let rule = Shape::Dims(vec![
-            Dim::Of { operand: 0, dim: 1 },
-            Dim::Const(2),
-            Dim::Of { operand: 1, dim: 0 },
+        let rule = OutputShape::Dims(vec![
+            OutputDim::Of { operand: 0, dim: 1 },
+            OutputDim::Const(2),
+            OutputDim::Of { operand: 1, dim: 0 },
         ]);
         assert_eq!(rule.eval(of), Ok(vec![5, 2, 7]));
         assert!(rule.matches(&[5, 2, 7], of));
         assert!(!rule.matches(&[5, 2], of));
         assert!(!rule.matches(&[5, 2, 8], of));
-        assert_eq!(Shape::Of(0).eval(of), Ok(vec![3, 5]));
-        assert!(Shape::Of(0).matches(&[3, 5], of));
-        assert!(!Shape::Of(0).matches(&[5, 3], of));
-        let beyond = Shape::Dims(vec![Dim::Of { operand: 1, dim: 1 }]);
+        assert_eq!(OutputShape::Of(0).eval(of), Ok(vec![3, 5]));
+        assert!(OutputShape::Of(0).matches(&[3, 5], of));
+        assert!(!OutputShape::Of(0).matches(&[5, 3], of));
+        let beyond = OutputShape::Dims(vec![OutputDim::Of { operand: 1, dim: 1 }]);
         assert_eq!(beyond.eval(of), Err((1, 1)));
         assert!(!beyond.matches(&[7], of));
     }

@@ -280,35 +280,3 @@ impl OpSchema {
         s
     }
 }
-
-/// Every op defined with `#[custom_op]` in the binary, across crates.
-pub(crate) mod registry {
-    use super::OpSchema;
-
-    /// A registered op: its schema and the name of its handler symbol.
-    #[derive(Debug)]
-    pub struct OpEntry {
-        /// The op's schema (built on first use).
-        pub schema: fn() -> &'static OpSchema,
-        /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
-        pub handler_symbol: &'static str,
-    }
-
-    inventory::collect!(OpEntry);
-
-    /// Every op in the binary, in no particular order.
-    pub fn ops() -> impl Iterator<Item = &'static OpEntry> {
-        inventory::iter::<OpEntry>.into_iter()
-    }
-}
-
-/// The schema of every op in the binary (every `#[custom_op]` of every crate linked in), in no
-/// particular order.
-pub fn ops() -> impl Iterator<Item = &'static OpSchema> {
-    registry::ops().map(|e| (e.schema)())
-}
-
-/// The schema of the op named `name` (`ns::op`), if the binary has it.
-pub fn find(name: &str) -> Option<&'static OpSchema> {
-    ops().find(|s| s.name == name)
-}

@@ -4,6 +4,7 @@
 //! tests of a kernel build them over their own data with [`TensorRef::new`] and
 //! [`TensorMut::new`]. Buffers are dense and row-major (no strides).
 
+use crate::error::OpError;
 use crate::types::Element;
 use core::fmt;
 
@@ -25,12 +26,9 @@ impl fmt::Display for ViewError {
 
 impl std::error::Error for ViewError {}
 
-fn check_shape(dims: &[i64], len: usize, rank: usize) -> Result<(), ViewError> {
-    if rank != ANY_RANK && dims.len() != rank {
-        return Err(ViewError {
-            message: format!("expected rank {rank}, got shape {dims:?}"),
-        });
-    }
+/// The number of elements of a tensor with dimensions `dims`: the one place that counts them,
+/// for views made by users and for the handler's views over XLA's buffers.
+pub(crate) fn element_count(dims: &[i64]) -> Result<usize, ViewError> {
     let mut n: usize = 1;
     for &d in dims {
         let Ok(d) = usize::try_from(d) else {
@@ -42,6 +40,16 @@ fn check_shape(dims: &[i64], len: usize, rank: usize) -> Result<(), ViewError> {
             message: format!("shape {dims:?} overflows"),
         })?;
     }
+    Ok(n)
+}
+
+fn check_shape(dims: &[i64], len: usize, rank: usize) -> Result<(), ViewError> {
+    if rank != ANY_RANK && dims.len() != rank {
+        return Err(ViewError {
+            message: format!("expected rank {rank}, got shape {dims:?}"),
+        });
+    }
+    let n = element_count(dims)?;
     if n != len {
         return Err(ViewError {
             message: format!("shape {dims:?} has {n} elements, the buffer {len}"),
@@ -124,6 +132,13 @@ impl<'a, T: Element, const RANK: usize> TensorRef<'a, T, RANK> {
         Ok(TensorRef { data, dims })
     }
 
+    /// A view the caller has checked: `RANK` is `ANY_RANK` or `dims.len()`, and `data` has
+    /// `element_count(dims)` elements (the handler, after its own checks with refusal codes).
+    pub(crate) fn from_checked(data: &'a [T], dims: &'a [i64]) -> Self {
+        debug_assert!(check_shape(dims, data.len(), RANK).is_ok());
+        TensorRef { data, dims }
+    }
+
     common_view_methods!();
 
     /// The elements, row-major, for the view's whole lifetime.
@@ -137,6 +152,12 @@ impl<'a, T: Element, const RANK: usize> TensorMut<'a, T, RANK> {
     pub fn new(data: &'a mut [T], dims: &'a [i64]) -> Result<Self, ViewError> {
         check_shape(dims, data.len(), RANK)?;
         Ok(TensorMut { data, dims })
+    }
+
+    /// A writable view the caller has checked (see [`TensorRef::from_checked`]).
+    pub(crate) fn from_checked(data: &'a mut [T], dims: &'a [i64]) -> Self {
+        debug_assert!(check_shape(dims, data.len(), RANK).is_ok());
+        TensorMut { data, dims }
     }
 
     common_view_methods!();
@@ -174,106 +195,6 @@ impl<T: fmt::Debug, const RANK: usize> fmt::Debug for TensorMut<'_, T, RANK> {
 /// op to take.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Opaque<T>(pub T);
-
-/// What a kernel returns when it fails: the message reaches XLA as the error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpError {
-    message: String,
-    code: ErrorCode,
-    refusal: Option<crate::ffi::Refusal>,
-}
-
-/// XLA error codes a kernel can return (`XLA_FFI_Error_Code`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `INVALID_ARGUMENT`.
-    InvalidArgument,
-    /// `FAILED_PRECONDITION`.
-    FailedPrecondition,
-    /// `OUT_OF_RANGE`.
-    OutOfRange,
-    /// `INTERNAL`.
-    Internal,
-    /// `UNIMPLEMENTED`.
-    Unimplemented,
-}
-
-impl ErrorCode {
-    /// The `XLA_FFI_Error_Code` value.
-    pub fn xla_code(self) -> i32 {
-        match self {
-            ErrorCode::InvalidArgument => 3,
-            ErrorCode::FailedPrecondition => 9,
-            ErrorCode::OutOfRange => 11,
-            ErrorCode::Unimplemented => 12,
-            ErrorCode::Internal => 13,
-        }
-    }
-}
-
-impl OpError {
-    /// An `INTERNAL` error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        OpError {
-            message: message.into(),
-            code: ErrorCode::Internal,
-            refusal: None,
-        }
-    }
-
-    /// An `INVALID_ARGUMENT` error with this message.
-    pub fn invalid_argument(message: impl Into<String>) -> Self {
-        OpError {
-            message: message.into(),
-            code: ErrorCode::InvalidArgument,
-            refusal: None,
-        }
-    }
-
-    /// The same error with another code.
-    pub fn with_code(mut self, code: ErrorCode) -> Self {
-        self.code = code;
-        self
-    }
-
-    /// Which check of the handler layer made this error (`None` for an error a kernel made
-    /// itself, until the handler wraps it as [`Refusal::KernelError`](crate::Refusal)).
-    pub fn refusal(&self) -> Option<crate::ffi::Refusal> {
-        self.refusal
-    }
-
-    /// The same error, marked as made by `refusal`.
-    #[doc(hidden)]
-    pub fn with_refusal(mut self, refusal: crate::ffi::Refusal) -> Self {
-        self.refusal = Some(refusal);
-        self
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The code.
-    pub fn code(&self) -> ErrorCode {
-        self.code
-    }
-}
-
-impl fmt::Display for OpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for OpError {}
-
-impl From<crate::descriptor::DescriptorError> for OpError {
-    fn from(e: crate::descriptor::DescriptorError) -> Self {
-        OpError::invalid_argument(e.to_string())
-    }
-}
 
 impl From<ViewError> for OpError {
     fn from(e: ViewError) -> Self {

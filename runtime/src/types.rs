@@ -67,7 +67,8 @@ impl ElementType {
         }
     }
 
-    /// The numpy dtype name (`float32`, `int8`, `bool`, ...), as the Python harness spells it.
+    /// The numpy dtype name (`float32`, `int8`, `bool`, ...): the manifest's element-type
+    /// table carries it, so Python front ends need no table of their own.
     pub const fn numpy_name(self) -> &'static str {
         match self {
             ElementType::Bool => "bool",
@@ -135,6 +136,38 @@ impl ElementType {
     }
 }
 
+impl ElementType {
+    /// The kind of number: `"bool"`, `"signed"`, `"unsigned"` or `"float"`.
+    pub const fn kind_name(self) -> &'static str {
+        if self.is_float() {
+            "float"
+        } else if matches!(self, ElementType::Bool) {
+            "bool"
+        } else if self.is_unsigned() {
+            "unsigned"
+        } else {
+            "signed"
+        }
+    }
+
+    /// The manifest's element-type table: one entry per element type, with its MLIR name, XLA
+    /// FFI code, numpy name, byte size and kind, for front ends in other languages.
+    pub fn table_json() -> serde_json::Value {
+        ElementType::ALL
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.mlir_name(),
+                    "xla_code": t.xla_code(),
+                    "numpy": t.numpy_name(),
+                    "byte_size": t.byte_size(),
+                    "kind": t.kind_name(),
+                })
+            })
+            .collect()
+    }
+}
+
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.mlir_name())
@@ -142,20 +175,40 @@ impl fmt::Display for ElementType {
 }
 
 /// A Rust scalar type that has an [`ElementType`].
+///
+/// Sealed: only customop implements it, for the types listed in the note below, because the
+/// handler builds `&[T]` and `&mut [T]` over XLA's buffers from it. Each implementation is
+/// checked at compile time: `size_of::<T>()` is the element type's byte size, and the
+/// alignment divides it (a buffer of `n` elements is then exactly `n * size_of::<T>()` bytes).
+/// A type alias of one of these types (`type Real = f32`) is the same type and works
+/// everywhere.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tensor element type",
     label = "not an element type",
     note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32 and f64 (or an \
-            alias of one)"
+            alias of one); the trait is sealed: other types cannot implement it"
 )]
-pub trait Element: Copy + 'static {
+pub trait Element: Copy + 'static + sealed::Sealed {
     /// The element type of this Rust type.
     const ELEMENT_TYPE: ElementType;
 }
 
+mod sealed {
+    /// Implemented only here: see [`Element`](super::Element).
+    pub trait Sealed {}
+}
+
 macro_rules! impl_element {
     ($($t:ty => $e:ident),* $(,)?) => {
-        $(impl Element for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; })*
+        $(
+            impl sealed::Sealed for $t {}
+            impl Element for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; }
+            // The handler's slices over XLA's buffers rely on this (see `Element`).
+            const _: () = assert!(
+                core::mem::size_of::<$t>() == ElementType::$e.byte_size()
+                    && ElementType::$e.byte_size() % core::mem::align_of::<$t>() == 0
+            );
+        )*
     };
 }
 impl_element!(

@@ -295,6 +295,30 @@ pub fn checked_sqrt(
     Ok(())
 }
 
+/// Splits `x` by a boolean mask: `kept = x` where `mask`, else 0; `dropped` the rest. A `bool`
+/// tensor input and two outputs (the handler checks mask bytes, and that no result overlaps
+/// another).
+#[custom_op(name = "example::masked_split")]
+pub fn masked_split(
+    x: TensorRef<'_, f32>,
+    mask: TensorRef<'_, bool>,
+    #[out(shape = x)] mut kept: TensorMut<'_, f32>,
+    #[out(shape = x)] mut dropped: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    if mask.dims() != x.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "mask shape {:?} is not x's {:?}",
+            mask.dims(),
+            x.dims()
+        )));
+    }
+    let rows = x.as_slice().iter().zip(mask.as_slice());
+    for ((&v, &m), (k, d)) in rows.zip(kept.as_mut_slice().iter_mut().zip(dropped.as_mut_slice())) {
+        (*k, *d) = if m { (v, 0.0) } else { (0.0, v) };
+    }
+    Ok(())
+}
+
 /// Panics when the first element is 13: the panic becomes an XLA error, not a crash.
 #[custom_op(name = "example::unlucky")]
 pub fn unlucky(

@@ -6,7 +6,8 @@
 
 mod support;
 
-use customop::{CallAttr, CallTensor, Descriptor, customop_call};
+use customop::Descriptor;
+use customop::c_abi::{CallAttr, CallTensor, customop_call};
 use customop_example_kernels as k;
 use std::ffi::c_void;
 use std::ptr::null;

@@ -134,45 +134,135 @@ fn pointers() {
     );
 }
 
-/// An output whose buffer overlaps an input's (one float apart in one array): built with
-/// `customop_call`, since `Frame` gives each buffer its own allocation.
-fn overlap_case() -> String {
-    use std::ptr::null;
-    let mut data = [1.0f32, 4.0, 9.0, 16.0, 25.0];
-    let dims = [4i64];
-    let base = data.as_mut_ptr();
-    let args = [customop::CallTensor {
-        dtype: F32,
-        data: base.cast(),
-        rank: 1,
-        dims: dims.as_ptr(),
-    }];
-    let rets = [customop::CallTensor {
-        dtype: F32,
-        // SAFETY: index 1 of a 5-element array; 4 elements from there stay inside it.
-        data: unsafe { base.add(1) }.cast(),
-        rank: 1,
-        dims: dims.as_ptr(),
-    }];
+/// Runs `handler` through `customop_call` on `args` and `rets`; the XLA code and message
+/// (code 0 and an empty message on success).
+fn call_eager(
+    handler: Handler,
+    args: &[customop::c_abi::CallTensor],
+    rets: &[customop::c_abi::CallTensor],
+) -> (i32, String) {
     let mut msg = vec![0u8; 256];
-    // SAFETY: both tensors lie inside `data`, which outlives the call; `msg` holds 256 bytes.
+    // SAFETY: the tensors' pointers are valid for their dims (each caller's data outlives the
+    // call); `msg` holds 256 bytes.
     let code = unsafe {
-        customop::customop_call(
-            Some(k::checked_sqrt::customop_handler_example_checked_sqrt),
+        customop::c_abi::customop_call(
+            Some(handler),
             args.as_ptr(),
-            1,
+            args.len(),
             rets.as_ptr(),
-            1,
-            null(),
+            rets.len(),
+            std::ptr::null(),
             0,
             msg.as_mut_ptr().cast(),
             msg.len(),
         )
     };
+    let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+    (code, String::from_utf8_lossy(&msg[..end]).into_owned())
+}
+
+fn tensor<T>(dtype: i32, data: *mut T, dims: &[i64]) -> customop::c_abi::CallTensor {
+    customop::c_abi::CallTensor {
+        dtype,
+        data: data.cast(),
+        rank: dims.len() as i64,
+        dims: dims.as_ptr(),
+    }
+}
+
+/// An output whose buffer overlaps an input's (one float apart in one array): built with
+/// `customop_call`, since `Frame` gives each buffer its own allocation.
+fn overlap_case() -> String {
+    let mut data = [1.0f32, 4.0, 9.0, 16.0, 25.0];
+    let dims = [4i64];
+    let base = data.as_mut_ptr();
+    // SAFETY: index 1 of a 5-element array; 4 elements from there stay inside it.
+    let shifted = unsafe { base.add(1) };
+    let (code, msg) = call_eager(
+        k::checked_sqrt::customop_handler_example_checked_sqrt,
+        &[tensor(F32, base, &dims)],
+        &[tensor(F32, shifted, &dims)],
+    );
     assert_eq!(code, 3);
     assert_eq!(data, [1.0, 4.0, 9.0, 16.0, 25.0], "nothing was written");
-    let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-    String::from_utf8_lossy(&msg[..end]).into_owned()
+    msg
+}
+
+fn masked_split() -> Handler {
+    k::masked_split::customop_handler_example_masked_split
+}
+
+#[test]
+fn results_that_overlap_each_other_are_refused() {
+    // Two outputs in one allocation: before the check, the kernel got two `&mut [f32]` over
+    // the same memory (undefined behaviour from safe code).
+    let mut x = [1.0f32, -2.0, 3.0];
+    let mut mask = [1u8, 0, 1];
+    let mut out = [7.0f32; 4];
+    let dims = [3i64];
+    let base = out.as_mut_ptr();
+    // SAFETY: index 1 of a 4-element array; 3 elements from there stay inside it.
+    let shifted = unsafe { base.add(1) };
+    let args = [
+        tensor(F32, x.as_mut_ptr(), &dims),
+        tensor(PRED, mask.as_mut_ptr(), &dims),
+    ];
+    for (a, b) in [(base, shifted), (shifted, base), (base, base)] {
+        let (code, msg) = call_eager(
+            masked_split(),
+            &args,
+            &[tensor(F32, a, &dims), tensor(F32, b, &dims)],
+        );
+        assert_eq!(code, 3, "{msg}");
+        assert!(msg.contains("[overlap]"), "{msg}");
+        assert!(msg.contains("overlaps result"), "{msg}");
+        assert_eq!(out, [7.0; 4], "a refused call wrote its outputs");
+    }
+    // Apart, the same call runs.
+    let (mut kept, mut dropped) = ([0.0f32; 3], [0.0f32; 3]);
+    let (code, msg) = call_eager(
+        masked_split(),
+        &args,
+        &[
+            tensor(F32, kept.as_mut_ptr(), &dims),
+            tensor(F32, dropped.as_mut_ptr(), &dims),
+        ],
+    );
+    assert_eq!((code, msg.as_str()), (0, ""));
+    assert_eq!((kept, dropped), ([1.0, 0.0, 3.0], [0.0, -2.0, 0.0]));
+}
+
+#[test]
+fn bool_tensors_holding_other_bytes_are_refused() {
+    // torch's `u8_tensor.view(torch.bool)` can hold any byte; a `&[bool]` over a 2 is
+    // undefined behaviour, so the handler checks every byte of a bool input.
+    let mut x = [1.0f32, -2.0, 3.0];
+    let dims = [3i64];
+    for (mask, at) in [([1u8, 2, 0], 1), ([0, 1, 255], 2)] {
+        let mut mask = mask;
+        let (mut kept, mut dropped) = ([9.0f32; 3], [9.0f32; 3]);
+        let (code, msg) = call_eager(
+            masked_split(),
+            &[
+                tensor(F32, x.as_mut_ptr(), &dims),
+                tensor(PRED, mask.as_mut_ptr(), &dims),
+            ],
+            &[
+                tensor(F32, kept.as_mut_ptr(), &dims),
+                tensor(F32, dropped.as_mut_ptr(), &dims),
+            ],
+        );
+        assert_eq!(code, 3, "{msg}");
+        assert!(msg.contains("[bad_bool]"), "{msg}");
+        assert!(
+            msg.contains(&format!(
+                "parameter `mask`: element {at} is the byte {}",
+                mask[at]
+            )),
+            "{msg}"
+        );
+        assert_eq!((kept, dropped), ([9.0; 3], [9.0; 3]), "outputs untouched");
+    }
 }
 
 #[test]

@@ -371,7 +371,7 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
 fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStream {
     let bounds = bounds(op, p);
     let lw = quote!(#p::lower);
-    let sup = quote!(#p::op_support);
+    let sup = quote!(#p::op_call);
     let name = &op.name;
 
     // Parameters of `call`: everything but outputs, in declaration order.
@@ -386,7 +386,7 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
                 operands.push(quote!(#id));
             }
             Kind::External { inner, .. } => {
-                args.push(quote_spanned!(inner.span()=> #id: &#lw::Desc<#inner>));
+                args.push(quote_spanned!(inner.span()=> #id: &#lw::DescriptorValue<#inner>));
                 operands.push(quote!(#id.value()));
             }
             Kind::Attr(kind) => {
@@ -404,7 +404,7 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
     }
     let ty_of = |r: &Res<'_>| match r {
         Res::Output(_) => quote!(#lw::Value),
-        Res::Opaque(t) | Res::Updated(_, t) => quote!(#lw::Desc<#t>),
+        Res::Opaque(t) | Res::Updated(_, t) => quote!(#lw::DescriptorValue<#t>),
     };
     let take = |r: &Res<'_>| match r {
         Res::Output(_) => quote!(__r.value()),
@@ -461,7 +461,7 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
                 #(#args),*
             ) -> ::core::result::Result<#ret_ty, #lw::BuildError> #bounds {
                 #[allow(unused_mut, unused_variables)]
-                let mut __r = #sup::Results::new(#sup::call_op(
+                let mut __r = #sup::CallResults::new(#sup::call_op(
                     __f,
                     definition(),
                     &[#(#operands),*],

@@ -60,12 +60,12 @@ pub mod make_stats {
         "Emits `example::make_stats` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
-        ::customop::__private::lower::Desc < Stats >,
+        ::customop::__private::lower::DescriptorValue < Stats >,
         ::customop::__private::lower::BuildError > where for < '__f > f32 :
         ::customop::__private::types::Element, for < '__f > Stats :
         ::customop::__private::descriptor::Descriptor { #[allow(unused_mut,
         unused_variables)] let mut __r =
-        ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
+        ::customop::__private::op_call::CallResults::new(::customop::__private::op_call::call_op(__f,
         definition(), & [x], ::core::convert::From::from([]),) ?); __r.desc() }
     }
     /**The XLA FFI handler of `example::make_stats` (register it for target `example.make_stats`).

@@ -85,14 +85,14 @@ pub mod custom_op_external {
         #[doc =
         "Emits `my_custom_library::custom_op_external` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules. In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says."]
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, blob :
-        & ::customop::__private::lower::Desc < Blob >, x : &
+        & ::customop::__private::lower::DescriptorValue < Blob >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
         ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
         where for < '__f > Blob : ::customop::__private::descriptor::Descriptor, for <
         '__f > f32 : ::customop::__private::types::Element, for < '__f > i8 :
         ::customop::__private::types::Element { #[allow(unused_mut, unused_variables)]
         let mut __r =
-        ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
+        ::customop::__private::op_call::CallResults::new(::customop::__private::op_call::call_op(__f,
         definition(), & [blob.value(), x], ::core::convert::From::from([]),) ?); __r
         .value() }
     }

@@ -96,10 +96,10 @@ pub mod step {
     ::customop::__private::if_mlir! {
         #[doc = r" The op's results."] #[derive(Debug, Clone)] pub struct Outputs { pub y
         : ::customop::__private::lower::Value, pub state :
-        ::customop::__private::lower::Desc < Counter > } #[doc =
+        ::customop::__private::lower::DescriptorValue < Counter > } #[doc =
         "Emits `example::step` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
         pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, state :
-        & ::customop::__private::lower::Desc < Counter >, x : &
+        & ::customop::__private::lower::DescriptorValue < Counter >, x : &
         ::customop::__private::lower::Value, eps : f32, label : & str, cfg : & Cfg) ->
         ::core::result::Result < Outputs, ::customop::__private::lower::BuildError >
         where for < '__f > Counter : ::customop::__private::descriptor::Descriptor, for <
@@ -108,7 +108,7 @@ pub mod step {
         ::customop::__private::ffi::AttrRef < '__f >, for < '__f > Cfg :
         ::customop::__private::ffi::AttrRef < '__f > { #[allow(unused_mut,
         unused_variables)] let mut __r =
-        ::customop::__private::op_support::Results::new(::customop::__private::op_support::call_op(__f,
+        ::customop::__private::op_call::CallResults::new(::customop::__private::op_call::call_op(__f,
         definition(), & [state.value(), x], ::core::convert::From::from([< f32 as
         ::customop::__private::ffi::AttrValue < '_ >> ::lit(& eps), < str as
         ::customop::__private::ffi::AttrRef < '_ >> ::lit(label), < Cfg as

@@ -104,8 +104,7 @@ pub enum ErrorKind {
         /// Bytes given.
         got: usize,
     },
-    /// A payload that cannot be read in place: not aligned for the type (or a big-endian
-    /// target).
+    /// A payload that cannot be read in place: not aligned for the type.
     Misaligned {
         /// The alignment the type needs.
         align: usize,
@@ -117,6 +116,9 @@ pub enum ErrorKind {
         /// The payload's length.
         len: usize,
     },
+    /// Reading in place on a big-endian target: the wire format is little-endian, so only
+    /// `unpack` (which converts) can read it there.
+    BigEndianTarget,
 }
 
 impl ErrorKind {
@@ -139,6 +141,7 @@ impl ErrorKind {
             ErrorKind::BufferTooSmall { .. } => "buffer_too_small",
             ErrorKind::TooLarge { .. } => "too_large",
             ErrorKind::Misaligned { .. } => "misaligned",
+            ErrorKind::BigEndianTarget => "big_endian_target",
         }
     }
 }
@@ -275,6 +278,10 @@ impl fmt::Display for DescriptorError {
                 f,
                 "payload at 0x{address:x} is not aligned to {align} bytes, so it cannot be read \
                  in place"
+            ),
+            ErrorKind::BigEndianTarget => f.write_str(
+                "this target is big-endian and the wire format little-endian: read it with \
+                 `unpack` (a copy), not in place",
             ),
         }
     }

@@ -216,6 +216,30 @@ impl Layout {
     }
 }
 
+// --- Descriptor names by fingerprint ------------------------------------------------------
+
+static KNOWN: std::sync::Mutex<Vec<(u64, &'static str)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that the descriptor `name` has `fingerprint` (done by the derive's
+/// `layout()` through `records::descriptor_layout`).
+pub(crate) fn record(fingerprint: u64, name: &'static str) {
+    if let Ok(mut known) = KNOWN.lock()
+        && !known.iter().any(|(f, _)| *f == fingerprint)
+    {
+        known.push((fingerprint, name));
+    }
+}
+
+/// The name of the descriptor with `fingerprint`, if this process has seen its layout.
+pub(crate) fn name_of(fingerprint: u64) -> Option<&'static str> {
+    KNOWN
+        .lock()
+        .ok()?
+        .iter()
+        .find(|(f, _)| *f == fingerprint)
+        .map(|(_, n)| *n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ mod layout;
 mod wire;
 
 pub use error::{DescriptorError, ErrorKind};
+pub(crate) use layout::record as record_name;
 pub use layout::{EnumVariant, FieldLayout, Layout, TypeLayout, fingerprint_of};
 pub use wire::{Wire, WireEnum};
 
@@ -57,7 +58,11 @@ unsafe impl<T: InPlace, const N: usize> InPlace for [T; N] {}
 /// # Safety
 /// Implemented by the derive only, with compile-time assertions that the struct's size,
 /// alignment and every field offset equal the wire format's and that every field is
-/// [`InPlace`].
+/// [`InPlace`]. [`ReprC::view`] relies on that, and on the derive's
+/// `Descriptor::__validate_payload` for this type refusing every payload that is not a valid
+/// `Self`: a length other than `size_of::<Self>()`, a `bool` byte other than 0 or 1, an enum
+/// byte that is no variant's discriminant, a nonzero padding byte. A hand-written
+/// `__validate_payload` that accepts less strictly makes `view` unsound.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be borrowed in place",
     label = "not a `repr_c` descriptor",
@@ -66,13 +71,17 @@ unsafe impl<T: InPlace, const N: usize> InPlace for [T; N] {}
 )]
 pub unsafe trait ReprC: Descriptor + InPlace {
     /// The value in `bytes` (a packed descriptor), validated, borrowed in place: refused when
-    /// the payload is not aligned for `Self` (XLA's buffers are; a packed `Vec<u8>` may not be).
+    /// the payload is not aligned for `Self` (XLA's buffers are; a packed `Vec<u8>` may not be),
+    /// and on a big-endian target.
     fn view(bytes: &[u8]) -> Result<&Self, DescriptorError> {
         let payload = check_header(bytes, Self::NAME, Self::fingerprint(), Self::FIXED_SIZE)?;
         // Also refuses any byte after the fixed part (the derive's validation).
         Self::__validate_payload(payload)?;
+        if cfg!(target_endian = "big") {
+            return Err(DescriptorError::new(Self::NAME, ErrorKind::BigEndianTarget));
+        }
         let align = core::mem::align_of::<Self>();
-        if !cfg!(target_endian = "little") || (payload.as_ptr() as usize) % align != 0 {
+        if (payload.as_ptr() as usize) % align != 0 {
             return Err(DescriptorError::new(
                 Self::NAME,
                 ErrorKind::Misaligned {
@@ -82,11 +91,11 @@ pub unsafe trait ReprC: Descriptor + InPlace {
             ));
         }
         // SAFETY: `payload` holds exactly `FIXED_SIZE == size_of::<Self>()` bytes (validated
-        // above: the derive's `__validate_payload` for a `ReprC` type checks the length), aligned for
-        // `Self` (checked above), and is borrowed for the returned lifetime. The trait's
+        // above: the derive's `__validate_payload` for a `ReprC` type checks the length), aligned
+        // for `Self` (checked above), and is borrowed for the returned lifetime. The trait's
         // contract makes the Rust layout equal to the wire layout, and `__validate_payload`
         // accepted every field (bools are 0 or 1, enums are variants, padding is zero), so the
-        // bytes are a valid `Self` on this little-endian target.
+        // bytes are a valid `Self` on this little-endian target (checked above).
         Ok(unsafe { &*payload.as_ptr().cast::<Self>() })
     }
 }
@@ -260,7 +269,7 @@ fn check_header<'b>(
         return err(ErrorKind::FingerprintMismatch {
             expected: fingerprint,
             found,
-            packed_as: registry::name_of(found),
+            packed_as: layout::name_of(found),
         });
     }
     let payload_len = le_u32(bytes, 8) as usize;
@@ -278,34 +287,6 @@ fn check_header<'b>(
         });
     }
     Ok(&bytes[HEADER_SIZE..])
-}
-
-/// The descriptors this process knows by fingerprint, so that a mismatch can say what the bytes
-/// were packed as.
-pub(crate) mod registry {
-    use std::sync::Mutex;
-
-    static KNOWN: Mutex<Vec<(u64, &'static str)>> = Mutex::new(Vec::new());
-
-    /// Records that `name` has `fingerprint` (done by every descriptor's `layout()`, and by the
-    /// op registry for every descriptor an op names).
-    pub fn record(fingerprint: u64, name: &'static str) {
-        if let Ok(mut known) = KNOWN.lock()
-            && !known.iter().any(|(f, _)| *f == fingerprint)
-        {
-            known.push((fingerprint, name));
-        }
-    }
-
-    /// The name of the descriptor with `fingerprint`, if known.
-    pub fn name_of(fingerprint: u64) -> Option<&'static str> {
-        KNOWN
-            .lock()
-            .ok()?
-            .iter()
-            .find(|(f, _)| *f == fingerprint)
-            .map(|(_, n)| *n)
-    }
 }
 
 /// Helpers the derive's generated code calls.

@@ -4,11 +4,18 @@
 //! for the lowering and for any other front end), and its decoding from XLA's attributes in
 //! the handler.
 
+use super::abi::{
+    XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING, XLA_FFI_Array,
+    XLA_FFI_ByteSpan, XLA_FFI_Scalar,
+};
+use super::frame::{element_name, op_err};
 use super::{CallCx, NotBool};
 use crate::descriptor::Descriptor;
+use crate::error::OpError;
+use crate::error::Refusal;
 use crate::schema::AttrType;
-use crate::tensor::OpError;
 use crate::types::{Element, ElementType};
+use core::ffi::c_void;
 
 /// An attribute's value as the program carries it: a typed scalar, bytes (strings and packed
 /// descriptors) or an array of scalars. The lowering writes it into the custom call's
@@ -147,7 +154,7 @@ impl<'f, T: ArrayAttrElement> AttrValue<'f> for &'f [T] {
 }
 
 /// A type that a `#[attr]` parameter can point at, `&V`: `str`, or a descriptor (packed into
-/// the attribute, unpacked with full validation). `Held` is what the handler keeps for the
+/// the attribute, unpacked with full validation). `Decoded` is what the handler keeps for the
 /// kernel's reference.
 #[diagnostic::on_unimplemented(
     message = "`&{Self}` cannot be an attribute of a custom op",
@@ -157,18 +164,18 @@ impl<'f, T: ArrayAttrElement> AttrValue<'f> for &'f [T] {
 )]
 pub trait AttrRef<'f> {
     /// What the handler holds.
-    type Held: core::ops::Deref<Target = Self>;
+    type Decoded: core::ops::Deref<Target = Self>;
     /// The schema's attribute type.
     fn attr_type() -> AttrType;
     /// The value, as the program carries it.
     fn lit(&self) -> AttrLit;
     /// Reads attribute `name` from the call.
     #[doc(hidden)]
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self::Held, OpError>;
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Self::Decoded, OpError>;
 }
 
 impl<'f> AttrRef<'f> for str {
-    type Held = &'f str;
+    type Decoded = &'f str;
     fn attr_type() -> AttrType {
         AttrType::Str
     }
@@ -182,9 +189,9 @@ impl<'f> AttrRef<'f> for str {
 
 /// A descriptor the handler unpacked, for a kernel's `&T` attribute.
 #[derive(Debug)]
-pub struct Held<T>(T);
+pub struct Unpacked<T>(T);
 
-impl<T> core::ops::Deref for Held<T> {
+impl<T> core::ops::Deref for Unpacked<T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.0
@@ -192,7 +199,7 @@ impl<T> core::ops::Deref for Held<T> {
 }
 
 impl<'f, T: Descriptor> AttrRef<'f> for T {
-    type Held = Held<T>;
+    type Decoded = Unpacked<T>;
     fn attr_type() -> AttrType {
         AttrType::Descriptor {
             descriptor: T::layout().clone(),
@@ -201,8 +208,164 @@ impl<'f, T: Descriptor> AttrRef<'f> for T {
     fn lit(&self) -> AttrLit {
         AttrLit::Bytes(self.pack())
     }
-    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Held<T>, OpError> {
-        cx.attr_descriptor::<T>(name).map(Held)
+    fn decode(cx: &CallCx<'f>, name: &str) -> Result<Unpacked<T>, OpError> {
+        cx.attr_descriptor::<T>(name).map(Unpacked)
+    }
+}
+
+/// Reading attributes from the frame: each accessor checks the attribute's kind and type.
+impl<'f> CallCx<'f> {
+    fn attr(&self, name: &str) -> Result<(i32, *mut c_void), OpError> {
+        let a = &self.frame.attrs;
+        if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {
+            for i in 0..a.size as usize {
+                // SAFETY: `size` entries of `types`, `names` and `attrs` are valid for the call.
+                let (ty, span, ptr) =
+                    unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
+                if span.is_null() {
+                    continue;
+                }
+                // SAFETY: a name is a byte span valid for the call.
+                let span = unsafe { &*span };
+                let key: &[u8] = if span.ptr.is_null() {
+                    &[]
+                } else {
+                    // SAFETY: `ptr` points at `len` bytes.
+                    unsafe { core::slice::from_raw_parts(span.ptr as *const u8, span.len) }
+                };
+                if key == name.as_bytes() {
+                    if ptr.is_null() {
+                        break;
+                    }
+                    return Ok((ty, ptr));
+                }
+            }
+        }
+        Err(op_err(
+            self.op,
+            Refusal::MissingAttribute,
+            format!("attribute `{name}` is missing from backend_config"),
+        ))
+    }
+
+    /// The value pointer of scalar attribute `name`, checked to have element type `element`.
+    fn scalar_attr(&self, name: &str, element: ElementType) -> Result<*const c_void, OpError> {
+        let (ty, ptr) = self.attr(name)?;
+        if ty != XLA_FFI_ATTR_TYPE_SCALAR {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongAttributeType,
+                format!("attribute `{name}` is not a scalar"),
+            ));
+        }
+        // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar valid for the call.
+        let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
+        if s.dtype as u32 != element.xla_code() || s.value.is_null() {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongAttributeType,
+                format!(
+                    "attribute `{name}`: expected {element}, got {}",
+                    element_name(s.dtype)
+                ),
+            ));
+        }
+        Ok(s.value as *const c_void)
+    }
+
+    /// The scalar attribute `name` of type `T` (a mismatch is an error, not garbage); for
+    /// `bool` use [`CallCx::attr_bool`].
+    pub fn attr_scalar<T: Element + NotBool>(&self, name: &str) -> Result<T, OpError> {
+        let value = self.scalar_attr(name, T::ELEMENT_TYPE)?;
+        // SAFETY: the scalar's value has the checked dtype, and every bit pattern of a
+        // `NotBool` type is a value; read unaligned to be safe.
+        Ok(unsafe { core::ptr::read_unaligned(value as *const T) })
+    }
+
+    /// The boolean attribute `name`.
+    pub fn attr_bool(&self, name: &str) -> Result<bool, OpError> {
+        let value = self.scalar_attr(name, ElementType::Bool)?;
+        // SAFETY: a PRED scalar is one byte; read it as u8, not as bool, so any byte is fine.
+        let byte = unsafe { core::ptr::read(value as *const u8) };
+        Ok(byte != 0)
+    }
+
+    /// The string attribute `name`, as bytes.
+    pub fn attr_bytes(&self, name: &str) -> Result<&'f [u8], OpError> {
+        let (ty, ptr) = self.attr(name)?;
+        if ty != XLA_FFI_ATTR_TYPE_STRING {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongAttributeType,
+                format!("attribute `{name}` is not a string"),
+            ));
+        }
+        // SAFETY: a STRING attribute points at a byte span valid for the call.
+        let s = unsafe { &*(ptr as *const XLA_FFI_ByteSpan) };
+        if s.ptr.is_null() {
+            return Ok(&[]);
+        }
+        // SAFETY: `ptr` points at `len` bytes valid for the call.
+        Ok(unsafe { core::slice::from_raw_parts(s.ptr as *const u8, s.len) })
+    }
+
+    /// The string attribute `name`, which must be UTF-8.
+    pub fn attr_str(&self, name: &str) -> Result<&'f str, OpError> {
+        core::str::from_utf8(self.attr_bytes(name)?).map_err(|_| {
+            op_err(
+                self.op,
+                Refusal::BadAttribute,
+                format!("attribute `{name}` is not UTF-8"),
+            )
+        })
+    }
+
+    /// The array attribute `name` of `T`.
+    pub fn attr_array<T: Element>(&self, name: &str) -> Result<&'f [T], OpError> {
+        let (ty, ptr) = self.attr(name)?;
+        if ty != XLA_FFI_ATTR_TYPE_ARRAY {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongAttributeType,
+                format!("attribute `{name}` is not an array"),
+            ));
+        }
+        // SAFETY: an ARRAY attribute points at an XLA_FFI_Array valid for the call.
+        let a = unsafe { &*(ptr as *const XLA_FFI_Array) };
+        if a.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongAttributeType,
+                format!(
+                    "attribute `{name}`: expected an array of {}, got {}",
+                    T::ELEMENT_TYPE,
+                    element_name(a.dtype)
+                ),
+            ));
+        }
+        if a.size == 0 {
+            return Ok(&[]);
+        }
+        if a.data.is_null() || (a.data as usize) % core::mem::align_of::<T>() != 0 {
+            return Err(op_err(
+                self.op,
+                Refusal::BadAttribute,
+                format!("attribute `{name}`: misaligned array"),
+            ));
+        }
+        // SAFETY: `size` elements of the checked dtype, aligned, valid for the call.
+        Ok(unsafe { core::slice::from_raw_parts(a.data as *const T, a.size) })
+    }
+
+    /// The descriptor attribute `name`: wire-format bytes, unpacked with full validation.
+    pub fn attr_descriptor<T: Descriptor>(&self, name: &str) -> Result<T, OpError> {
+        T::unpack(self.attr_bytes(name)?).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadDescriptor,
+                format!("attribute `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
     }
 }
 

@@ -3,11 +3,13 @@
 //! ...) and the binder knows, from the schema alone, which operand, attribute or result each one
 //! is and what shape each output must have.
 
-use super::{AttrRef, AttrValue, CallCx, Refusal, handle, op_err};
+use super::frame::op_err;
+use super::{AttrRef, AttrValue, CallCx, handle};
 use crate::descriptor::{Descriptor, ReprC};
-use crate::plan::{OpDef, Plan, ResultPlan, Slot};
+use crate::error::{OpError, Refusal};
+use crate::plan::{OpDef, ParamSlot, Plan, ResultPlan};
 use crate::schema::{OpSchema, ParamKind};
-use crate::tensor::{OpError, Opaque, TensorMut, TensorRef};
+use crate::tensor::{Opaque, TensorMut, TensorRef};
 use crate::types::Element;
 use core::cell::Cell;
 
@@ -84,7 +86,7 @@ impl Want {
 impl<'c, 'f> Binder<'c, 'f> {
     /// The next parameter, which must be of the kind `want` says: its name and slot.
     #[inline]
-    fn next_param(&self, want: Want) -> Result<(&'f str, Slot), OpError> {
+    fn next_param(&self, want: Want) -> Result<(&'f str, ParamSlot), OpError> {
         let i = self.param.get();
         self.param.set(i + 1);
         match (self.schema.params.get(i), self.plan.params.get(i)) {
@@ -107,8 +109,8 @@ impl<'c, 'f> Binder<'c, 'f> {
     #[inline]
     fn operand(&self, want: Want) -> Result<(&'f str, usize), OpError> {
         match self.next_param(want)? {
-            (name, Slot::Operand(o)) => Ok((name, o)),
-            (name, Slot::Attribute(_)) => Err(self.mismatch(name, want.what())),
+            (name, ParamSlot::Operand(o)) => Ok((name, o)),
+            (name, ParamSlot::Attribute(_)) => Err(self.mismatch(name, want.what())),
         }
     }
 
@@ -159,7 +161,7 @@ impl<'c, 'f> Binder<'c, 'f> {
 
     /// The next parameter, an attribute taken by reference (`&str` or `&T` of a descriptor):
     /// what the kernel's reference points at.
-    pub fn attr_ref<V: AttrRef<'f> + ?Sized>(&self) -> Result<V::Held, OpError> {
+    pub fn attr_ref<V: AttrRef<'f> + ?Sized>(&self) -> Result<V::Decoded, OpError> {
         let (name, _) = self.next_param(Want::Attribute)?;
         V::decode(self.cx, name)
     }

@@ -3,7 +3,7 @@
 //! `sharding.rs`.
 
 use super::ir::{External, FuncRef, ValRef};
-use super::{Attr, Body, BuildError, Desc, FuncData, Module, OpData, Value};
+use super::{Attr, Body, BuildError, DescriptorValue, FuncData, Module, OpData, Value};
 use crate::descriptor::Descriptor;
 use crate::types::TensorType;
 use core::marker::PhantomData;
@@ -77,7 +77,10 @@ impl FuncBuilder<'_> {
     /// the descriptor's name, fingerprint and size. Declared in a helper, it is threaded through
     /// every call to it. `T` must have a fixed layout (no `Vec`/`String` tails), since tensor
     /// shapes are static.
-    pub fn external<T: Descriptor>(&mut self, name: &str) -> Result<Desc<T>, BuildError> {
+    pub fn external<T: Descriptor>(
+        &mut self,
+        name: &str,
+    ) -> Result<DescriptorValue<T>, BuildError> {
         let Some(size) = T::PACKED_SIZE else {
             return Err(BuildError::new(format!(
                 "external `{name}`: descriptor `{}` has variable-length tails; an external \
@@ -92,7 +95,7 @@ impl FuncBuilder<'_> {
             size,
             mutable: false,
         })?;
-        Ok(Desc {
+        Ok(DescriptorValue {
             value,
             _descriptor: PhantomData,
         })

@@ -123,29 +123,31 @@ impl External {
 
 /// A value holding a packed `T` descriptor: an external argument ([`FuncBuilder::external`](super::FuncBuilder::external))
 /// or an op's opaque result. Ops that take a `T` accept it, and only those: passing a
-/// `Desc<A>` where a `Desc<B>` is expected does not compile. Its [`Value`] is a
+/// `DescriptorValue<A>` where a `DescriptorValue<B>` is expected does not compile. Its [`Value`] is a
 /// `tensor<Nxui8>`.
-pub struct Desc<T> {
+pub struct DescriptorValue<T> {
     pub(super) value: Value,
     pub(super) _descriptor: PhantomData<fn() -> T>,
 }
 
-impl<T> fmt::Debug for Desc<T> {
+impl<T> fmt::Debug for DescriptorValue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Desc").field("value", &self.value).finish()
+        f.debug_struct("DescriptorValue")
+            .field("value", &self.value)
+            .finish()
     }
 }
 
-impl<T> Clone for Desc<T> {
+impl<T> Clone for DescriptorValue<T> {
     fn clone(&self) -> Self {
-        Desc {
+        DescriptorValue {
             value: self.value.clone(),
             _descriptor: PhantomData,
         }
     }
 }
 
-impl<T> Desc<T> {
+impl<T> DescriptorValue<T> {
     /// The value (a `tensor<Nxui8>`) in the function that made it.
     pub fn value(&self) -> &Value {
         &self.value
@@ -154,7 +156,7 @@ impl<T> Desc<T> {
     /// Wraps a value that holds a packed `T` (an op's opaque result or updated external, as
     /// its schema says; the caller vouches for the bytes' type).
     pub(crate) fn wrap(value: Value) -> Self {
-        Desc {
+        DescriptorValue {
             value,
             _descriptor: PhantomData,
         }

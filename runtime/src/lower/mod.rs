@@ -12,24 +12,26 @@
 //! stays in the printed program.
 
 pub(crate) mod attr;
+mod constant;
 mod custom_call;
 mod elementwise;
 mod emit;
 mod func;
 mod ir;
 mod module;
-mod op_call;
+#[doc(hidden)]
+pub mod op_call;
 mod ops;
 mod sharding;
 
 pub use attr::Attr;
+pub use constant::ConstantElement;
 pub use custom_call::{ApiVersion, BackendConfig, CustomCall};
 pub use elementwise::{BinaryOp, ReduceOp, UnaryOp};
 pub use func::FuncBuilder;
-pub use ir::{BuildError, Desc, External, FuncRef, Value};
+pub use ir::{BuildError, DescriptorValue, External, FuncRef, Value};
 pub use module::Module;
-pub use op_call::call_op;
-pub use ops::{Compare, ConstantElement, DotDims};
+pub use ops::{Compare, DotDims};
 pub use sharding::{Mesh, Sharding};
 
 pub(crate) use ir::{Body, FuncData, OpData, ValRef};

@@ -1,8 +1,12 @@
 //! Lowering a declared op: one function that reads the op's schema and plan for everything
 //! (operand checks, result types from the shape rules, aliases, side effects, the partition
-//! rule), so that generated `call` shims only pass their arguments on.
+//! rule), so that generated `call` shims only pass their arguments on. Generated code reaches
+//! this module through `__private`; it is not public API.
 
-use super::{ApiVersion, Attr, BackendConfig, BuildError, CustomCall, FuncBuilder, Value};
+use super::{
+    ApiVersion, Attr, BackendConfig, BuildError, CustomCall, DescriptorValue, FuncBuilder, Value,
+};
+use crate::descriptor::Descriptor;
 use crate::ffi::AttrLit;
 use crate::plan::{OpDef, ResultPlan};
 use crate::schema::ParamKind;
@@ -133,4 +137,32 @@ fn check_operand(
         )));
     }
     Ok(())
+}
+
+/// The results of [`call_op`], taken in order by a generated `call`: a
+/// [`Value`] for a tensor output, a [`DescriptorValue`] for an opaque result or an updated external.
+#[derive(Debug)]
+pub struct CallResults(std::vec::IntoIter<Value>);
+
+impl CallResults {
+    /// The results `call_op` returned.
+    pub fn new(values: Vec<Value>) -> CallResults {
+        CallResults(values.into_iter())
+    }
+
+    fn next(&mut self) -> Result<Value, BuildError> {
+        self.0
+            .next()
+            .ok_or_else(|| BuildError::new("custom_call made too few results"))
+    }
+
+    /// The next result, a tensor.
+    pub fn value(&mut self) -> Result<Value, BuildError> {
+        self.next()
+    }
+
+    /// The next result, the packed bytes of a `T` (the op's schema says which results are).
+    pub fn desc<T: Descriptor>(&mut self) -> Result<DescriptorValue<T>, BuildError> {
+        self.next().map(DescriptorValue::wrap)
+    }
 }

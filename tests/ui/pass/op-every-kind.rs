@@ -94,8 +94,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = every::call(&mut f, &cfg, &state, &x, &z, 0.5, true, 3, "n", &[1, 2], &[0.5], &Cfg { scale: 2.0 })?;
     assert_eq!(out.y.ty().to_string(), "tensor<2x3xf32>");
     assert_eq!(out.w.ty().to_string(), "tensor<3x2x4xi8>");
-    let _: customop::lower::Desc<Cfg> = out.result;
-    let _: customop::lower::Desc<State> = out.state;
+    let _: customop::lower::DescriptorValue<Cfg> = out.result;
+    let _: customop::lower::DescriptorValue<State> = out.state;
     let bytes = f.convert(&z, ElementType::U8)?;
     no_results::call(&mut f, &bytes)?;
     f.ret(&[&out.y])?;

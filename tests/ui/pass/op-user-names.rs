@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let state = f.external::<Outputs>("state")?;
     let out: count::Outputs = count::call(&mut f, &state, &schema { k: 2.0 }, &x)?;
     let sum: summarise::Outputs = summarise::call(&mut f, &out.y)?;
-    let _: &customop::lower::Desc<Outputs> = &sum.result;
+    let _: &customop::lower::DescriptorValue<Outputs> = &sum.result;
     f.ret(&[&out.y, out.state.value(), &sum.total, sum.result.value()])?;
     assert!(m.to_text()?.contains("descriptor = \"ui::Outputs\""));
     assert_eq!(count::schema().name, "ui::count");

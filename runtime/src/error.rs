@@ -1,7 +1,107 @@
-//! Why a handler refused a call: one named code per check, in every message the handler
-//! returns to XLA (`custom op `ns::op` [wrong_dtype]: ...`) and on the [`OpError`].
+//! Errors a kernel or the handler layer returns: [`OpError`] with its XLA [`ErrorCode`], and
+//! the [`Refusal`] that names which check of the handler layer refused a call. A leaf module:
+//! it depends on nothing else in the crate but the descriptor error it converts from.
 
 use core::fmt;
+
+/// What a kernel returns when it fails: the message reaches XLA as the error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpError {
+    message: String,
+    code: ErrorCode,
+    refusal: Option<Refusal>,
+}
+
+/// XLA error codes a kernel can return (`XLA_FFI_Error_Code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `INVALID_ARGUMENT`.
+    InvalidArgument,
+    /// `FAILED_PRECONDITION`.
+    FailedPrecondition,
+    /// `OUT_OF_RANGE`.
+    OutOfRange,
+    /// `INTERNAL`.
+    Internal,
+    /// `UNIMPLEMENTED`.
+    Unimplemented,
+}
+
+impl ErrorCode {
+    /// The `XLA_FFI_Error_Code` value.
+    pub fn xla_code(self) -> i32 {
+        match self {
+            ErrorCode::InvalidArgument => 3,
+            ErrorCode::FailedPrecondition => 9,
+            ErrorCode::OutOfRange => 11,
+            ErrorCode::Unimplemented => 12,
+            ErrorCode::Internal => 13,
+        }
+    }
+}
+
+impl OpError {
+    /// An `INTERNAL` error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        OpError {
+            message: message.into(),
+            code: ErrorCode::Internal,
+            refusal: None,
+        }
+    }
+
+    /// An `INVALID_ARGUMENT` error with this message.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        OpError {
+            message: message.into(),
+            code: ErrorCode::InvalidArgument,
+            refusal: None,
+        }
+    }
+
+    /// The same error with another code.
+    pub fn with_code(mut self, code: ErrorCode) -> Self {
+        self.code = code;
+        self
+    }
+
+    /// Which check of the handler layer made this error (`None` for an error a kernel made
+    /// itself, until the handler wraps it as [`Refusal::KernelError`](crate::Refusal)).
+    pub fn refusal(&self) -> Option<Refusal> {
+        self.refusal
+    }
+
+    /// The same error, marked as made by `refusal`.
+    pub(crate) fn with_refusal(mut self, refusal: Refusal) -> Self {
+        self.refusal = Some(refusal);
+        self
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OpError {}
+
+impl From<crate::descriptor::DescriptorError> for OpError {
+    fn from(e: crate::descriptor::DescriptorError) -> Self {
+        OpError::invalid_argument(e.to_string())
+    }
+}
 
 /// One check of the handler layer that a call can fail. [`Refusal::name`] is the stable code
 /// that the message carries in brackets.
@@ -29,8 +129,10 @@ pub enum Refusal {
     NullData,
     /// A buffer not aligned for its element type.
     Misaligned,
-    /// An output that overlaps an input buffer.
+    /// An output that overlaps an input buffer or another result.
     Overlap,
+    /// A `bool` tensor holding a byte other than 0 or 1.
+    BadBool,
     /// A result handed out twice.
     TakenTwice,
     /// More than 64 results.
@@ -53,7 +155,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every refusal, in declaration order.
-    pub const ALL: [Refusal; 20] = [
+    pub const ALL: [Refusal; 21] = [
         Refusal::BadFrame,
         Refusal::WrongCount,
         Refusal::NoSuchBuffer,
@@ -65,6 +167,7 @@ impl Refusal {
         Refusal::NullData,
         Refusal::Misaligned,
         Refusal::Overlap,
+        Refusal::BadBool,
         Refusal::TakenTwice,
         Refusal::TooManyResults,
         Refusal::BadDescriptor,
@@ -90,6 +193,7 @@ impl Refusal {
             Refusal::NullData => "null_data",
             Refusal::Misaligned => "misaligned",
             Refusal::Overlap => "overlap",
+            Refusal::BadBool => "bad_bool",
             Refusal::TakenTwice => "taken_twice",
             Refusal::TooManyResults => "too_many_results",
             Refusal::BadDescriptor => "bad_descriptor",

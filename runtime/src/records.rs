@@ -141,7 +141,7 @@ pub fn descriptor_layout(
     fields: Vec<FieldLayout>,
 ) -> Layout {
     let layout = Layout::build(name, align, fixed_size, packed_size, fields);
-    crate::descriptor::registry::record(layout.fingerprint, name);
+    crate::descriptor::record_name(layout.fingerprint, name);
     layout
 }
 

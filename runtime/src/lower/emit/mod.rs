@@ -10,17 +10,19 @@ use melior::{
     Context,
     dialect::DialectRegistry,
     ir::{
-        Attribute, Block, BlockLike, Identifier, Location, Operation, Region, RegionLike, Type,
-        Value,
+        Attribute, Block, BlockLike, Identifier, Operation, Region, RegionLike, Value,
         attribute::{FlatSymbolRefAttribute, StringAttribute, TypeAttribute},
-        operation::{OperationBuilder, OperationLike, OperationPrintingFlags},
+        operation::OperationBuilder,
         r#type::FunctionType,
     },
     utility::register_all_dialects,
 };
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
+
+mod cache;
+mod print;
+
+use cache::Cache;
+pub(crate) use print::{bytecode, print};
 
 /// How to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,147 +42,8 @@ fn context() -> Context {
     ctx
 }
 
-/// Parses and caches the MLIR types and attributes the module needs. Both maps are keyed by
-/// value: a key made from an address (of an interned `Arc`, say) would be reused by a later
-/// allocation once the first one is freed, and hand that one the wrong type.
-struct Cache<'c> {
-    ctx: &'c Context,
-    types: HashMap<TensorType, Type<'c>>,
-    /// By a structural hash of the value (no text is formatted for a lookup), each bucket
-    /// holding the values themselves, compared exactly (floats by their bits).
-    attrs: HashMap<u64, Vec<(super::Attr, Attribute<'c>)>>,
-    /// Attribute names, interned once.
-    names: HashMap<&'static str, Identifier<'c>>,
-    loc: Location<'c>,
-}
-
-/// A structural hash of an attribute value: FNV-1a over its variant tags and contents.
-fn attr_hash(a: &super::Attr) -> u64 {
-    fn eat(h: &mut u64, bytes: &[u8]) {
-        for &b in bytes {
-            *h ^= u64::from(b);
-            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    fn go(h: &mut u64, a: &super::Attr) {
-        use super::Attr::*;
-        match a {
-            Bool(b) => eat(h, &[0, u8::from(*b)]),
-            I32(v) => {
-                eat(h, &[1]);
-                eat(h, &v.to_le_bytes());
-            }
-            I64(v) => {
-                eat(h, &[2]);
-                eat(h, &v.to_le_bytes());
-            }
-            Int(v, t) => {
-                eat(h, &[3]);
-                eat(h, &v.to_le_bytes());
-                eat(h, t.as_bytes());
-            }
-            F32(v) => {
-                eat(h, &[4]);
-                eat(h, &v.to_bits().to_le_bytes());
-            }
-            F64(v) => {
-                eat(h, &[5]);
-                eat(h, &v.to_bits().to_le_bytes());
-            }
-            Str(b) => {
-                eat(h, &[6]);
-                eat(h, &b.len().to_le_bytes());
-                eat(h, b);
-            }
-            DenseI64(vs) => {
-                eat(h, &[7]);
-                eat(h, &vs.len().to_le_bytes());
-                for v in vs {
-                    eat(h, &v.to_le_bytes());
-                }
-            }
-            Array(items) => {
-                eat(h, &[8]);
-                eat(h, &items.len().to_le_bytes());
-                for i in items {
-                    go(h, i);
-                }
-            }
-            Dict(entries) => {
-                eat(h, &[9]);
-                eat(h, &entries.len().to_le_bytes());
-                for (k, v) in entries {
-                    eat(h, &k.len().to_le_bytes());
-                    eat(h, k.as_bytes());
-                    go(h, v);
-                }
-            }
-            Raw(t) => {
-                eat(h, &[10]);
-                eat(h, t.as_bytes());
-            }
-        }
-    }
-    let mut h = 0xcbf2_9ce4_8422_2325;
-    go(&mut h, a);
-    h
-}
-
-/// Equality as the attribute's text would see it: floats by their bits (so NaNs match
-/// themselves, and 0.0 and -0.0 differ).
-fn attr_eq(a: &super::Attr, b: &super::Attr) -> bool {
-    use super::Attr::*;
-    match (a, b) {
-        (F32(x), F32(y)) => x.to_bits() == y.to_bits(),
-        (F64(x), F64(y)) => x.to_bits() == y.to_bits(),
-        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| attr_eq(p, q)),
-        (Dict(x), Dict(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((k1, v1), (k2, v2))| k1 == k2 && attr_eq(v1, v2))
-        }
-        _ => a == b,
-    }
-}
-
-impl<'c> Cache<'c> {
-    fn ty(&mut self, t: &TensorType) -> Result<Type<'c>, BuildError> {
-        if let Some(ty) = self.types.get(t) {
-            return Ok(*ty);
-        }
-        let text = t.to_string();
-        let ty = Type::parse(self.ctx, &text)
-            .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the type `{text}`")))?;
-        self.types.insert(t.clone(), ty);
-        Ok(ty)
-    }
-
-    fn attr(&mut self, value: &super::Attr) -> Result<Attribute<'c>, BuildError> {
-        let h = attr_hash(value);
-        if let Some(bucket) = self.attrs.get(&h)
-            && let Some((_, a)) = bucket.iter().find(|(v, _)| attr_eq(v, value))
-        {
-            return Ok(*a);
-        }
-        let text = value.to_string();
-        let a = Attribute::parse(self.ctx, &text)
-            .ok_or_else(|| BuildError::new(format!("MLIR cannot parse the attribute `{text}`")))?;
-        self.attrs.entry(h).or_default().push((value.clone(), a));
-        Ok(a)
-    }
-
-    fn name(&mut self, name: &'static str) -> Identifier<'c> {
-        let ctx = self.ctx;
-        *self
-            .names
-            .entry(name)
-            .or_insert_with(|| Identifier::new(ctx, name))
-    }
-}
-
 #[derive(Clone, Copy)]
-enum Slot {
+enum Source {
     Arg(usize),
     Result(usize),
 }
@@ -188,11 +51,11 @@ enum Slot {
 fn value<'c, 'a>(
     block: &'a Block<'c>,
     results: &[Value<'c, 'a>],
-    slot: Slot,
+    slot: Source,
 ) -> Result<Value<'c, 'a>, BuildError> {
     match slot {
-        Slot::Arg(i) => Ok(block.argument(i).map_err(mlir_err)?.into()),
-        Slot::Result(i) => results
+        Source::Arg(i) => Ok(block.argument(i).map_err(mlir_err)?.into()),
+        Source::Result(i) => results
             .get(i)
             .copied()
             .ok_or_else(|| BuildError::new("a value is used before its op")),
@@ -205,13 +68,7 @@ fn build<'c>(ctx: &'c Context, m: &Module) -> Result<melior::ir::Module<'c>, Bui
         .entry_index()
         .ok_or_else(|| BuildError::new("the module has no entry function"))?;
     m.check_side_effects_partitioned()?;
-    let mut cache = Cache {
-        ctx,
-        types: HashMap::new(),
-        attrs: HashMap::new(),
-        names: HashMap::new(),
-        loc: Location::unknown(ctx),
-    };
+    let mut cache = Cache::new(ctx);
     let module = melior::ir::Module::new(cache.loc);
     for mesh in m.meshes() {
         let op = OperationBuilder::new("sdy.mesh", cache.loc)
@@ -273,11 +130,11 @@ fn build_func<'c>(
         let mut results: Vec<Value<'c, '_>> = Vec::new();
         let mut starts: Vec<usize> = Vec::with_capacity(f.ops.len());
         // Where a value of the builder lives in the MLIR block.
-        let slot = |starts: &[usize], r: ValRef| -> Result<Slot, BuildError> {
+        let slot = |starts: &[usize], r: ValRef| -> Result<Source, BuildError> {
             match r {
-                ValRef::Param(i) => Ok(Slot::Arg(i as usize)),
+                ValRef::Param(i) => Ok(Source::Arg(i as usize)),
                 ValRef::External(e) => match ext_arg.get(e as usize) {
-                    Some(&p) if p != usize::MAX => Ok(Slot::Arg(p)),
+                    Some(&p) if p != usize::MAX => Ok(Source::Arg(p)),
                     _ => Err(BuildError::new(format!(
                         "function `{}` uses an external it does not have",
                         f.name
@@ -285,7 +142,7 @@ fn build_func<'c>(
                 },
                 ValRef::Op { op, result } => starts
                     .get(op as usize)
-                    .map(|s| Slot::Result(s + result as usize))
+                    .map(|s| Source::Result(s + result as usize))
                     .ok_or_else(|| BuildError::new("a value is used before its op")),
             }
         };
@@ -491,83 +348,4 @@ fn one_op_region<'c>(
 
 fn mlir_err(e: melior::Error) -> BuildError {
     BuildError::new(format!("MLIR: {e}"))
-}
-
-/// Builds and verifies `m`, then hands the module to `out`.
-fn with_module<R>(
-    m: &Module,
-    out: impl FnOnce(&melior::ir::Module<'_>) -> Result<R, BuildError>,
-) -> Result<R, BuildError> {
-    let ctx = context();
-    let diagnostics = Rc::new(RefCell::new(Vec::<String>::new()));
-    let sink = diagnostics.clone();
-    let id = ctx.attach_diagnostic_handler(move |d| {
-        sink.borrow_mut().push(d.to_string());
-        true
-    });
-    let result = build(&ctx, m).and_then(|module| {
-        if !module.as_operation().verify() {
-            return Err(BuildError::new(format!(
-                "MLIR's verifier rejected the module: {}",
-                diagnostics.borrow().join("; ")
-            )));
-        }
-        out(&module)
-    });
-    ctx.detach_diagnostic_handler(id);
-    result
-}
-
-unsafe extern "C" {
-    /// `src/lower/print.cpp`: prints `op` through a 1 MiB-buffered stream, calling `append`
-    /// with each chunk.
-    fn customop_print_operation(
-        op: mlir_sys::MlirOperation,
-        append: unsafe extern "C" fn(*const core::ffi::c_char, usize, *mut core::ffi::c_void),
-        data: *mut core::ffi::c_void,
-    );
-}
-
-/// Appends a printed chunk to the `Vec<u8>` behind `data`.
-unsafe extern "C" fn append_chunk(
-    ptr: *const core::ffi::c_char,
-    len: usize,
-    data: *mut core::ffi::c_void,
-) {
-    if ptr.is_null() || len == 0 {
-        return;
-    }
-    // SAFETY: `data` is the `&mut Vec<u8>` that `print_to_string` passes, alive and not
-    // otherwise borrowed during the print; the printer passes `len` valid bytes at `ptr`.
-    unsafe {
-        (*(data as *mut Vec<u8>)).extend_from_slice(core::slice::from_raw_parts(ptr.cast(), len))
-    };
-}
-
-/// Prints an operation straight into one buffer, through a buffered C++ stream (MLIR's
-/// `mlirOperationPrint` calls back once per token), and checks UTF-8 once.
-fn print_to_string(op: &melior::ir::operation::OperationRef<'_, '_>) -> Result<String, BuildError> {
-    let mut buf: Vec<u8> = Vec::new();
-    // SAFETY: `op` is a live operation of a live context; `append_chunk` only appends to `buf`,
-    // which outlives the call and is not touched elsewhere meanwhile.
-    unsafe {
-        customop_print_operation(op.to_raw(), append_chunk, (&mut buf as *mut Vec<u8>).cast());
-    }
-    String::from_utf8(buf).map_err(|e| BuildError::new(format!("MLIR printed invalid UTF-8: {e}")))
-}
-
-/// Builds, verifies and prints `m`.
-pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
-    with_module(m, |module| match form {
-        Form::Pretty => print_to_string(&module.as_operation()),
-        Form::Generic => module
-            .as_operation()
-            .to_string_with_flags(OperationPrintingFlags::new().print_generic_operation_form())
-            .map_err(mlir_err),
-    })
-}
-
-/// Builds, verifies and writes `m` as MLIR bytecode.
-pub(crate) fn bytecode(m: &Module) -> Result<Vec<u8>, BuildError> {
-    with_module(m, |module| Ok(module.as_operation().write_bytecode()))
 }

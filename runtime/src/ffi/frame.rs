@@ -1,0 +1,409 @@
+//! [`CallCx`]: checked views of one call frame's arguments, results and attributes.
+
+use super::abi::*;
+use crate::descriptor::Descriptor;
+use crate::error::{OpError, Refusal};
+use crate::tensor::{ANY_RANK, TensorMut, TensorRef, element_count};
+use crate::types::{Element, ElementType};
+use core::cell::Cell;
+use core::ffi::c_void;
+
+/// A view of one call: arguments, results and attributes, each checked before use.
+pub struct CallCx<'f> {
+    pub(super) op: &'static str,
+    pub(super) frame: &'f XLA_FFI_CallFrame,
+    /// Results already handed out (each at most once, so that writable views never alias).
+    taken: Cell<u64>,
+}
+
+impl<'f> CallCx<'f> {
+    /// A view of `frame`, a call of the op `op`.
+    pub(super) fn new(op: &'static str, frame: &'f XLA_FFI_CallFrame) -> Self {
+        CallCx {
+            op,
+            frame,
+            taken: Cell::new(0),
+        }
+    }
+}
+
+impl core::fmt::Debug for CallCx<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (a, r) = self.counts();
+        f.debug_struct("CallCx")
+            .field("op", &self.op)
+            .field("args", &a)
+            .field("rets", &r)
+            .finish()
+    }
+}
+
+/// The error, prefixed with the op's name and the refusal's code.
+#[cold]
+pub(super) fn op_err(op: &str, refusal: Refusal, message: impl AsRef<str>) -> OpError {
+    OpError::invalid_argument(format!(
+        "custom op `{op}` [{refusal}]: {}",
+        message.as_ref()
+    ))
+    .with_refusal(refusal)
+}
+
+pub(super) fn element_name(code: i32) -> String {
+    u32::try_from(code)
+        .ok()
+        .and_then(ElementType::from_xla_code)
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| format!("XLA dtype {code}"))
+}
+
+/// A raw buffer's facts, read from the frame.
+struct Raw<'f> {
+    dtype: i32,
+    data: *mut c_void,
+    dims: &'f [i64],
+}
+
+impl<'f> CallCx<'f> {
+    #[inline]
+    fn raw(&self, is_arg: bool, i: usize) -> Result<Raw<'f>, OpError> {
+        let (size, types, ptrs, buffer_type, what) = if is_arg {
+            let a = &self.frame.args;
+            (a.size, a.types, a.args, XLA_FFI_ARG_TYPE_BUFFER, "argument")
+        } else {
+            let r = &self.frame.rets;
+            (r.size, r.types, r.rets, XLA_FFI_RET_TYPE_BUFFER, "result")
+        };
+        if i as i64 >= size || types.is_null() || ptrs.is_null() {
+            return Err(op_err(
+                self.op,
+                Refusal::NoSuchBuffer,
+                format!("XLA passed {size} {what}s; there is no {what} {i}"),
+            ));
+        }
+        // SAFETY: XLA's call frame holds `size` valid entries in `types` and `args`/`rets`
+        // for the duration of the call, and `i < size` was checked above.
+        let (ty, ptr) = unsafe { (*types.add(i), *ptrs.add(i)) };
+        if ty != buffer_type || ptr.is_null() {
+            return Err(op_err(
+                self.op,
+                Refusal::NotABuffer,
+                format!("{what} {i} is not a buffer"),
+            ));
+        }
+        // SAFETY: a BUFFER entry points at an XLA_FFI_Buffer that lives for the call.
+        let b = unsafe { &*(ptr as *const XLA_FFI_Buffer) };
+        let dims: &'f [i64] = if b.rank <= 0 || b.dims.is_null() {
+            &[]
+        } else {
+            // SAFETY: `dims` holds `rank` entries, valid for the call.
+            unsafe { core::slice::from_raw_parts(b.dims, b.rank as usize) }
+        };
+        Ok(Raw {
+            dtype: b.dtype,
+            data: b.data,
+            dims,
+        })
+    }
+
+    /// Checks element type and rank, and returns the data pointer and element count.
+    fn typed<T: Element>(&self, raw: &Raw<'f>, name: &str, rank: usize) -> Result<usize, OpError> {
+        if raw.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongDtype,
+                format!(
+                    "parameter `{name}`: expected a tensor of {}, got {}",
+                    T::ELEMENT_TYPE,
+                    element_name(raw.dtype)
+                ),
+            ));
+        }
+        if rank != ANY_RANK && raw.dims.len() != rank {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongRank,
+                format!(
+                    "parameter `{name}`: expected rank {rank}, got shape {:?}",
+                    raw.dims
+                ),
+            ));
+        }
+        let n = element_count(raw.dims).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadShape,
+                format!("parameter `{name}`: {e}"),
+            )
+        })?;
+        if n > 0 && raw.data.is_null() {
+            return Err(op_err(
+                self.op,
+                Refusal::NullData,
+                format!("parameter `{name}`: {n} elements at a null pointer"),
+            ));
+        }
+        if n > 0 && (raw.data as usize) % core::mem::align_of::<T>() != 0 {
+            return Err(op_err(
+                self.op,
+                Refusal::Misaligned,
+                format!(
+                    "parameter `{name}`: buffer at {:p} is not aligned for {}",
+                    raw.data,
+                    T::ELEMENT_TYPE
+                ),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// The number of arguments and results XLA passed.
+    #[inline]
+    pub fn counts(&self) -> (usize, usize) {
+        (
+            self.frame.args.size.max(0) as usize,
+            self.frame.rets.size.max(0) as usize,
+        )
+    }
+
+    /// Checks the numbers of arguments and results against the schema.
+    #[inline]
+    pub fn expect_counts(&self, args: usize, rets: usize) -> Result<(), OpError> {
+        let (a, r) = self.counts();
+        if (a, r) != (args, rets) {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongCount,
+                format!("expected {args} operands and {rets} results, XLA passed {a} and {r}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Argument `i` as a read-only tensor of `T` (rank `RANK`, or any).
+    pub fn tensor_ref<T: Element, const RANK: usize>(
+        &self,
+        i: usize,
+        name: &str,
+    ) -> Result<TensorRef<'f, T, RANK>, OpError> {
+        let raw = self.raw(true, i)?;
+        let n = self.typed::<T>(&raw, name, RANK)?;
+        if n == 0 {
+            return Ok(TensorRef::from_checked(&[], raw.dims));
+        }
+        if T::ELEMENT_TYPE == ElementType::Bool {
+            // SAFETY: XLA's buffer holds `n` one-byte elements (checked dtype and count), valid
+            // and unwritten for the call; read as bytes, any value is fine.
+            let bytes = unsafe { core::slice::from_raw_parts(raw.data as *const u8, n) };
+            if let Some(at) = bytes.iter().position(|&b| b > 1) {
+                return Err(op_err(
+                    self.op,
+                    Refusal::BadBool,
+                    format!(
+                        "parameter `{name}`: element {at} is the byte {}, a bool is 0 or 1",
+                        bytes[at]
+                    ),
+                ));
+            }
+        }
+        // SAFETY: XLA's buffer holds `n` elements of the checked dtype, aligned (checked),
+        // valid and not written by anyone else for the call (inputs are read-only; every
+        // output's memory is checked not to overlap it in `output_view`). `Element` is sealed
+        // and its size is the dtype's byte size (asserted at compile time), and a `bool`
+        // buffer was checked above to hold only 0 and 1, so every element is a valid `T`.
+        let data = unsafe { core::slice::from_raw_parts(raw.data as *const T, n) };
+        Ok(TensorRef::from_checked(data, raw.dims))
+    }
+
+    /// The byte range (start, length) of every argument (`is_arg`) or result buffer, with its
+    /// index.
+    fn buffer_ranges(&self, is_arg: bool) -> impl Iterator<Item = (usize, (usize, usize))> + '_ {
+        let (a, r) = self.counts();
+        (0..if is_arg { a } else { r }).filter_map(move |i| {
+            let raw = self.raw(is_arg, i).ok()?;
+            let n = element_count(raw.dims).ok()?;
+            let bytes = u32::try_from(raw.dtype)
+                .ok()
+                .and_then(ElementType::from_xla_code)
+                .map_or(1, |e| e.byte_size());
+            Some((i, (raw.data as usize, n.saturating_mul(bytes))))
+        })
+    }
+
+    #[inline]
+    fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
+        if i >= 64 {
+            return Err(op_err(
+                self.op,
+                Refusal::TooManyResults,
+                "more than 64 results are not supported",
+            ));
+        }
+        let bit = 1u64 << i;
+        if self.taken.get() & bit != 0 {
+            return Err(op_err(
+                self.op,
+                Refusal::TakenTwice,
+                format!("result {i} (`{name}`) requested twice"),
+            ));
+        }
+        self.taken.set(self.taken.get() | bit);
+        Ok(())
+    }
+
+    /// Dimensions of argument `i` (empty when there is no such buffer: the shape checks then
+    /// fail, and binding the argument itself reports why).
+    #[inline]
+    pub(super) fn arg_dims(&self, i: usize) -> &'f [i64] {
+        self.raw(true, i).map_or(&[], |r| r.dims)
+    }
+
+    /// Result `i` as a writable view, after `fits` accepted XLA's dimensions; `expected`
+    /// gives the shape for the error message (only called on a mismatch).
+    pub(super) fn output_view<T: Element, const RANK: usize>(
+        &self,
+        i: usize,
+        name: &str,
+        fits: impl FnOnce(&[i64]) -> bool,
+        expected: impl FnOnce() -> Result<Vec<i64>, OpError>,
+    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        let raw = self.raw(false, i)?;
+        if !fits(raw.dims) {
+            let want = expected()?;
+            // Element type and rank first, as for an input, then the shape.
+            self.typed::<T>(&raw, name, want.len())?;
+            return Err(op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!(
+                    "output `{name}`: expected shape {want:?}, XLA passed {:?}",
+                    raw.dims
+                ),
+            ));
+        }
+        let n = self.typed::<T>(&raw, name, raw.dims.len())?;
+        let bytes = n * core::mem::size_of::<T>();
+        let start = raw.data as usize;
+        let overlaps = |(at, len): (usize, usize)| {
+            bytes > 0 && len > 0 && start < at.saturating_add(len) && at < start + bytes
+        };
+        if self.buffer_ranges(true).any(|(_, r)| overlaps(r)) {
+            return Err(op_err(
+                self.op,
+                Refusal::Overlap,
+                format!("output `{name}` overlaps an input buffer"),
+            ));
+        }
+        if let Some((j, _)) = self
+            .buffer_ranges(false)
+            .find(|&(j, r)| j != i && overlaps(r))
+        {
+            return Err(op_err(
+                self.op,
+                Refusal::Overlap,
+                format!("output `{name}` overlaps result {j}"),
+            ));
+        }
+        self.take(i, name)?;
+        if n == 0 {
+            return Ok(TensorMut::from_checked(&mut [], raw.dims));
+        }
+        if T::ELEMENT_TYPE == ElementType::Bool {
+            // SAFETY: the result buffer holds `n` one-byte elements, valid and writable for the
+            // call and not referenced elsewhere (checked above). XLA does not initialise it: it
+            // is zeroed (all `false`), so that a kernel reading its output reads valid bools.
+            unsafe { core::ptr::write_bytes(raw.data as *mut u8, 0, n) };
+        }
+        // SAFETY: XLA's result buffer holds `n` elements of the checked dtype, aligned, valid
+        // for the call; it is handed out once (`take`) and overlaps no input and no other
+        // result, so this is the only reference to it. `Element` is sealed with the dtype's
+        // byte size; a `bool` buffer was zeroed above, and the other element types accept any
+        // bytes.
+        let data = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut T, n) };
+        Ok(TensorMut::from_checked(data, raw.dims))
+    }
+
+    /// The bytes of argument `i`, which must be a `ui8` vector.
+    fn bytes_arg(&self, i: usize, name: &str) -> Result<&'f [u8], OpError> {
+        Ok(self.tensor_ref::<u8, 1>(i, name)?.into_slice())
+    }
+
+    /// Unpacks argument `i`, a `tensor<Nxui8>` of packed `T`, with full validation.
+    pub fn external<T: Descriptor>(&self, i: usize, name: &str) -> Result<T, OpError> {
+        let bytes = self.bytes_arg(i, name)?;
+        T::unpack(bytes).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::BadDescriptor,
+                format!("external `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
+    }
+
+    /// Argument `i`, a `tensor<Nxui8>` of packed `T`, validated and borrowed in place.
+    pub fn external_ref<T: crate::descriptor::ReprC>(
+        &self,
+        i: usize,
+        name: &str,
+    ) -> Result<&'f T, OpError> {
+        let bytes = self.bytes_arg(i, name)?;
+        T::view(bytes).map_err(|e| {
+            let refusal = match e.kind() {
+                crate::descriptor::ErrorKind::Misaligned { .. } => Refusal::Misaligned,
+                _ => Refusal::BadDescriptor,
+            };
+            op_err(
+                self.op,
+                refusal,
+                format!("external `{name}` ({}): {e}", e.kind().name()),
+            )
+        })
+    }
+
+    /// Packs `value` into result `i`, a `tensor<Nxui8>` of `T`'s packed size.
+    pub fn write_descriptor<T: Descriptor>(
+        &self,
+        i: usize,
+        name: &str,
+        value: &T,
+    ) -> Result<(), OpError> {
+        let raw = self.raw(false, i)?;
+        let n = self.typed::<u8>(&raw, name, 1)?;
+        self.take(i, name)?;
+        if n == 0 {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!("result `{name}` is empty"),
+            ));
+        }
+        // SAFETY: a `ui8` buffer of `n` bytes, valid for the call, handed out once (`take`).
+        // It may alias the external's operand (output_operand_aliases); the operand's bytes
+        // were copied into `value` before this, and no view of them is alive.
+        let out = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut u8, n) };
+        let written = value.pack_into(out).map_err(|e| {
+            op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!("result `{name}`: {e}"),
+            )
+        })?;
+        if written != n {
+            return Err(op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!(
+                    "result `{name}` has {n} bytes, `{}` packs to {written}",
+                    T::NAME
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Element types other than `bool` (every bit pattern is a value, so reading one is safe).
+pub trait NotBool: Element {}
+macro_rules! not_bool {
+    ($($t:ty),*) => {$(impl NotBool for $t {})*};
+}
+not_bool!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);

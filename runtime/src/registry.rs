@@ -1,0 +1,61 @@
+//! Everything the binary holds, across crates: every op `#[custom_op]` defined (with its
+//! handler's symbol), and the manifest that lists them, with their descriptor layouts, for
+//! other languages. (The table of descriptor names by fingerprint, which lets a mismatch say
+//! what bytes were packed as, is kept by `descriptor::layout`, which fills it as layouts are
+//! built: the descriptor layer cannot depend on this module, which depends on schemas.)
+
+use crate::schema::OpSchema;
+use crate::types::ElementType;
+
+/// A registered op: its schema and the name of its handler symbol. Generated code submits one
+/// per op.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct OpEntry {
+    /// The op's schema (built on first use).
+    pub schema: fn() -> &'static OpSchema,
+    /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
+    pub handler_symbol: &'static str,
+}
+
+inventory::collect!(OpEntry);
+
+fn entries() -> impl Iterator<Item = &'static OpEntry> {
+    inventory::iter::<OpEntry>.into_iter()
+}
+
+/// The schema of every op in the binary (every `#[custom_op]` of every crate linked in), in no
+/// particular order.
+pub fn ops() -> impl Iterator<Item = &'static OpSchema> {
+    entries().map(|e| (e.schema)())
+}
+
+/// The schema of the op named `name` (`ns::op`), if the binary has it.
+pub fn find(name: &str) -> Option<&'static OpSchema> {
+    ops().find(|s| s.name == name)
+}
+
+/// The JSON manifest of every op in this binary: names, targets, handler symbols, schemas
+/// (with descriptor layouts).
+pub fn manifest_json() -> String {
+    let mut ops: Vec<serde_json::Value> = entries()
+        .map(|e| {
+            let schema = (e.schema)();
+            serde_json::json!({
+                "name": schema.name,
+                "target": schema.target,
+                "handler_symbol": e.handler_symbol,
+                "schema": schema,
+                "schema_string": schema.schema_string(),
+            })
+        })
+        .collect();
+    ops.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    serde_json::json!({
+        "customop_version": env!("CARGO_PKG_VERSION"),
+        "wire_format_version": crate::descriptor::FORMAT_VERSION,
+        "element_types": ElementType::table_json(),
+        "ops": ops,
+    })
+    .to_string()
+}
