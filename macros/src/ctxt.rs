@@ -22,6 +22,17 @@ impl Ctxt {
         self.errors.push(e);
     }
 
+    /// How many errors so far.
+    pub(crate) fn error_count(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// The messages so far (for tests).
+    #[cfg(test)]
+    pub(crate) fn messages(&self) -> Vec<String> {
+        self.errors.iter().map(ToString::to_string).collect()
+    }
+
     /// All errors as `compile_error!`s, or `None` when there were none.
     pub(crate) fn check(self) -> Result<(), TokenStream> {
         if self.errors.is_empty() {

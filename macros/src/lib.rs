@@ -7,6 +7,7 @@
 mod ctxt;
 mod descriptor;
 mod op;
+mod options;
 mod tokens;
 
 use proc_macro::TokenStream;

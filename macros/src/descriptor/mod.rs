@@ -7,17 +7,22 @@ mod parse;
 
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
+use quote::quote;
 
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
     let mut cx = Ctxt::default();
     let options = parse::options(&mut cx, &input.attrs);
+    let option_errors = cx.error_count();
     let model = model::Descriptor::from_input(&mut cx, input, options);
     if let Some(model) = &model {
         check::check(&mut cx, model);
     }
-    match (cx.check(), model) {
-        (Ok(()), Some(model)) => expand::expand(&model),
-        (Err(errors), _) => errors,
-        (Ok(()), None) => TokenStream::new(),
-    }
+    // When only options are wrong (each already fell back to its default), still expand, so
+    // that uses of the type as a descriptor keep compiling and only the real errors show.
+    let expanded = match &model {
+        Some(model) if cx.error_count() == option_errors => expand::expand(model),
+        _ => TokenStream::new(),
+    };
+    let errors = cx.check().err().unwrap_or_default();
+    quote!(#errors #expanded)
 }

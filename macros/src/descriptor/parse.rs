@@ -1,6 +1,7 @@
 //! The `#[descriptor(...)]` options: syntax only.
 
 use crate::ctxt::Ctxt;
+use crate::options::{self, Attr};
 use quote::ToTokens;
 
 /// The options as written, each with its span for later errors.
@@ -15,52 +16,52 @@ pub(crate) struct Options {
 }
 
 /// Reads every `#[descriptor(...)]` attribute; unknown and duplicate options are errors
-/// (a duplicate is reported on its second occurrence).
+/// (a duplicate is reported on its second occurrence), and a bad option is recorded and the
+/// others still read.
 pub(crate) fn options(cx: &mut Ctxt, attrs: &[syn::Attribute]) -> Options {
-    let mut out = Options::default();
+    let mut name = Attr::none("descriptor option", "name");
+    let mut krate = Attr::none("descriptor option", "crate");
+    let mut repr_c = Attr::none("descriptor option", "repr_c");
     for attr in attrs.iter().filter(|a| a.path().is_ident("descriptor")) {
-        let result = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("name") {
+        let args = match attr.parse_args::<proc_macro2::TokenStream>() {
+            Ok(args) => args,
+            Err(e) => {
+                cx.syn_error(e);
+                continue;
+            }
+        };
+        options::parse_entries(cx, args, |cx, meta| {
+            let p = &meta.path;
+            if p.is_ident("name") {
                 let value: syn::LitStr = meta.value()?.parse()?;
-                if out.name.is_some() {
-                    cx.error_spanned_by(&meta.path, "duplicate descriptor option `name`");
-                } else if value.value().is_empty() {
+                if value.value().is_empty() {
                     cx.error_spanned_by(&value, "the descriptor name must not be empty");
                 } else {
-                    out.name = Some(value);
+                    name.set(cx, p, value);
                 }
-                Ok(())
-            } else if meta.path.is_ident("repr_c") {
-                if out.repr_c.is_some() {
-                    cx.error_spanned_by(&meta.path, "duplicate descriptor option `repr_c`");
-                } else {
-                    out.repr_c = Some(syn::spanned::Spanned::span(&meta.path));
-                }
-                Ok(())
-            } else if meta.path.is_ident("crate") {
+            } else if p.is_ident("repr_c") {
+                options::no_value(&meta)?;
+                repr_c.set(cx, p, syn::spanned::Spanned::span(p));
+            } else if p.is_ident("crate") {
                 let value: syn::LitStr = meta.value()?.parse()?;
-                if out.krate.is_some() {
-                    cx.error_spanned_by(&meta.path, "duplicate descriptor option `crate`");
-                } else {
-                    match value.parse::<syn::Path>() {
-                        Ok(p) => out.krate = Some(p),
-                        Err(_) => cx.error_spanned_by(
-                            &value,
-                            "`crate` must be a path, e.g. \"::customop\"",
-                        ),
+                match value.parse::<syn::Path>() {
+                    Ok(path) => krate.set(cx, p, path),
+                    Err(_) => {
+                        cx.error_spanned_by(&value, "`crate` must be a path, e.g. \"::customop\"")
                     }
                 }
-                Ok(())
             } else {
-                Err(meta.error(format!(
+                return Err(meta.error(format!(
                     "unknown descriptor option `{}`: expected one of: `name`, `crate`, `repr_c`",
-                    meta.path.to_token_stream().to_string().replace(' ', "")
-                )))
+                    p.to_token_stream().to_string().replace(' ', "")
+                )));
             }
+            Ok(())
         });
-        if let Err(e) = result {
-            cx.syn_error(e);
-        }
     }
-    out
+    Options {
+        name: name.get(),
+        krate: krate.get(),
+        repr_c: repr_c.get(),
+    }
 }

@@ -48,23 +48,21 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         }
     }
 
-    if op.name.is_empty() {
-        // Reported by the model (missing) or here (empty).
-    } else if !valid_name(&op.name) {
+    if let Some(span) = op.name_span
+        && !valid_name(&op.name)
+    {
         cx.syn_error(syn::Error::new(
-            op.name_span,
+            span,
             format!(
                 "op name `{}` must be `namespace::name` (identifiers joined by `::`)",
                 op.name
             ),
         ));
     }
-    // Without a name there is no default target: only the missing name is reported.
-    if op.target.is_empty() && !op.name.is_empty() {
-        cx.syn_error(syn::Error::new(
-            proc_macro2::Span::call_site(),
-            "the target must not be empty",
-        ));
+    if let Some(span) = op.target_span
+        && op.target.is_empty()
+    {
+        cx.syn_error(syn::Error::new(span, "the target must not be empty"));
     }
     if op.api_version != 4 {
         let span = op
@@ -80,7 +78,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
     let names: Vec<String> = op.params.iter().map(|p| p.ident.to_string()).collect();
     for p in &op.params {
         match &p.kind {
-            Kind::Invalid(span, message) => cx.syn_error(syn::Error::new(*span, message)),
+            Kind::Invalid(span, message, _) => cx.syn_error(syn::Error::new(*span, message)),
             Kind::Tensor { .. } => {}
             Kind::Output {
                 rank,
@@ -96,6 +94,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                         p.ident
                     ),
                 )),
+                Some(Shape::Unread) => {}
                 Some(Shape::Of(src)) => {
                     if let Some(r) = check_source(cx, op, src, &names) {
                         if let (Some(r), Some(want)) = (r, rank)
@@ -239,6 +238,9 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                 factors.push(f);
             }
         }
+    }
+    if partition.unread {
+        return;
     }
     if partition
         .entries

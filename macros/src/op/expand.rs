@@ -5,7 +5,7 @@
 //! rule's indices) is not computed here: the runtime derives it once from the schema
 //! (`plan.rs`), for the lowering (`lower::call_op`) and the handler (`ffi::run`) alike.
 
-use super::model::{AttrKind, Dim, Kind, Op, Param, Ret, Shape};
+use super::model::{AttrKind, Dim, Intent, Kind, Op, Param, Ret, Shape};
 use crate::tokens::respan;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -51,7 +51,10 @@ fn results<'a>(op: &'a Op<'a>) -> Vec<Res<'a>> {
     out
 }
 
-pub(crate) fn expand(op: &Op<'_>) -> TokenStream {
+/// The companion module. `handler`: whether to emit the XLA handler, which calls the user's
+/// function and so needs its signature exactly as modelled (off when there are errors; nothing
+/// in Rust names it).
+pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
     let kr = &op.krate;
     let p = quote!(#kr::__private);
     let ident = op.ident;
@@ -62,7 +65,11 @@ pub(crate) fn expand(op: &Op<'_>) -> TokenStream {
     let results = results(op);
     let schema = expand_schema(op, &p, &results);
     let lowering = expand_lowering(op, &p, &results);
-    let handler = expand_handler(op, &p);
+    let handler = if handler {
+        expand_handler(op, &p)
+    } else {
+        TokenStream::new()
+    };
     let symbol = handler_symbol(target);
     let doc = format!(
         "Companion items of the custom op `{name}` (target `{target}`): its schema, its lowering and its XLA handler."
@@ -223,7 +230,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                         }
                     })
                     .collect(),
-                None => Vec::new(),
+                None | Some(Shape::Unread) => Vec::new(),
             };
             let rname = prm.ident.to_string();
             quote!(#p::tensor_result(#rname, #e, ::core::convert::From::from([#(#dims),*])))
@@ -398,6 +405,11 @@ fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenSt
                     AttrKind::Ref(t) => quote_spanned!(ty.span()=>
                         <#t as #p::ffi::AttrRef<'_>>::lit(#id)),
                 });
+            }
+            // Not modelled (reported): any type, so that calls written for the intended
+            // signature still type-check.
+            Kind::Invalid(_, _, Intent::Argument) => {
+                args.push(quote!(_: impl ::core::marker::Sized));
             }
             Kind::Output { .. } | Kind::Invalid(..) => {}
         }

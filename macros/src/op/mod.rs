@@ -1,7 +1,8 @@
 //! `#[custom_op]`: parse → model → check → expand.
 //!
-//! The user's function is always re-emitted (with the parameter attributes taken out), also
-//! when there are errors, so that names keep resolving and only the real errors show.
+//! The user's function is always re-emitted (with the parameter attributes taken out), and so
+//! is its companion module (see below), also when there are errors, so that names keep
+//! resolving and only the real errors show.
 
 mod check;
 mod expand;
@@ -37,15 +38,27 @@ pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
         body: TokenStream::new(),
     };
     let model = model::Op::build(&mut cx, &item, &options, &params);
-    if let Some(m) = &model {
-        check::check(&mut cx, m, &item);
-    }
-    match (cx.check(), model) {
-        (Ok(()), Some(m)) => {
-            let generated = expand::expand(&m);
-            quote!(#user_fn #generated)
-        }
-        (Err(errors), _) => quote!(#user_fn #errors),
-        (Ok(()), None) => user_fn,
-    }
+    check::check(&mut cx, &model, &item);
+    // The companion module is emitted whenever the signature could be modelled, also with
+    // errors (options fall back to defaults, parameters that could not be classified are left
+    // out of the schema), so that `op::call(...)` and the other names keep resolving and only
+    // the real errors show; the `compile_error!`s fail the build. Not for a generic signature
+    // (it names types the module cannot resolve) nor a method (a module cannot go in an
+    // `impl`). The handler, which calls the user's function, needs the signature exactly as
+    // modelled: it is emitted only without errors.
+    let generic = item
+        .sig
+        .generics
+        .params
+        .iter()
+        .any(|p| !matches!(p, syn::GenericParam::Lifetime(_)));
+    let method = item.sig.receiver().is_some();
+    let errors = cx.check();
+    let companion = if generic || method {
+        TokenStream::new()
+    } else {
+        expand::expand(&model, errors.is_ok())
+    };
+    let errors = errors.err().unwrap_or_default();
+    quote!(#user_fn #errors #companion)
 }

@@ -8,10 +8,14 @@ use syn::spanned::Spanned;
 pub(crate) struct Op<'a> {
     pub(crate) ident: &'a syn::Ident,
     pub(crate) vis: &'a syn::Visibility,
+    /// The user's name, or a placeholder when it is missing or ill-typed (already reported),
+    /// so that the companion module still expands and names keep resolving.
     pub(crate) name: String,
-    /// The `name` literal's span (the call site when it is missing).
-    pub(crate) name_span: Span,
+    /// The `name` literal's span, when the user gave one.
+    pub(crate) name_span: Option<Span>,
     pub(crate) target: String,
+    /// The `target` literal's span, when the user gave one.
+    pub(crate) target_span: Option<Span>,
     pub(crate) side_effect: bool,
     pub(crate) api_version: u32,
     pub(crate) api_version_span: Option<Span>,
@@ -40,6 +44,8 @@ pub(crate) enum Shape {
     Of(syn::Ident),
     /// `shape = [x.dim(0), 3]`.
     Dims(Vec<Dim>),
+    /// Written, but it failed to parse (already reported): no rule, and no second error.
+    Unread,
 }
 
 pub(crate) enum Dim {
@@ -76,8 +82,32 @@ pub(crate) enum Kind<'a> {
         /// `#[external(borrow)]`: bound as `&T` into XLA's buffer (`T: ReprC`).
         borrow: bool,
     },
-    /// Something `check` will refuse, with the span and message.
-    Invalid(Span, String),
+    /// Something `check` will refuse, with the span and message, and what it is meant to be.
+    Invalid(Span, String, Intent),
+}
+
+/// What a parameter that could not be classified is meant to be, as far as the companion's
+/// `call` is concerned: so that calls written for the intended signature still type-check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// An output (it has `#[out]`, or is a `TensorMut`): not an argument of `call`.
+    Output,
+    /// Anything else: an argument of `call`, of any type.
+    Argument,
+}
+
+impl Kind<'_> {
+    /// What the parameter is meant to be, for `call`.
+    pub(crate) fn intent(&self) -> Intent {
+        match self {
+            Kind::Output { .. } | Kind::Invalid(_, _, Intent::Output) => Intent::Output,
+            _ => Intent::Argument,
+        }
+    }
+}
+
+fn invalid<'a>(span: Span, message: String) -> Kind<'a> {
+    Kind::Invalid(span, message, Intent::Argument)
 }
 
 pub(crate) enum Ret<'a> {
@@ -92,16 +122,19 @@ impl<'a> Op<'a> {
         item: &'a ItemFn,
         options: &'a Options,
         attrs: &[ParamAttrs],
-    ) -> Option<Op<'a>> {
+    ) -> Op<'a> {
         let name = match &options.name {
             Some(n) => n.value(),
             None => {
-                let span = options.span.unwrap_or(item.sig.fn_token.span);
-                cx.syn_error(syn::Error::new(
-                    span,
-                    "missing option `name`: `#[custom_op(name = \"my_lib::my_op\")]`",
-                ));
-                String::new()
+                // Written with a value that failed to parse: already reported.
+                if !options.name_written {
+                    let span = options.span.unwrap_or(item.sig.fn_token.span);
+                    cx.syn_error(syn::Error::new(
+                        span,
+                        "missing option `name`: `#[custom_op(name = \"my_lib::my_op\")]`",
+                    ));
+                }
+                format!("customop_unnamed::{}", item.sig.ident)
             }
         };
         let target = options
@@ -114,22 +147,26 @@ impl<'a> Op<'a> {
             Some(v) => (v.base10_parse::<u32>().unwrap_or(0), Some(v.span())),
         };
         let mut params = Vec::new();
-        for (arg, pa) in item.sig.inputs.iter().zip(attrs) {
+        for (i, (arg, pa)) in item.sig.inputs.iter().zip(attrs).enumerate() {
             let syn::FnArg::Typed(pt) = arg else {
                 continue; // `self`: refused by check
             };
-            let ident = match &*pt.pat {
-                syn::Pat::Ident(i) => i.ident.clone(),
-                other => {
-                    cx.error_spanned_by(
-                        other,
-                        "custom op parameters must be plain names (they name the schema's parameters)",
-                    );
-                    continue;
-                }
+            let (ident, kind) = match &*pt.pat {
+                syn::Pat::Ident(p) => (p.ident.clone(), classify(&pt.ty, pa)),
+                // Kept (under a name no user writes) so that `call` still takes it.
+                other => (
+                    quote::format_ident!("__customop_param_{}", i),
+                    Kind::Invalid(
+                        other.span(),
+                        "custom op parameters must be plain names (they name the schema's \
+                         parameters)"
+                            .into(),
+                        classify(&pt.ty, pa).intent(),
+                    ),
+                ),
             };
             params.push(Param {
-                kind: classify(&pt.ty, pa),
+                kind,
                 ident,
                 ty: &pt.ty,
             });
@@ -143,15 +180,13 @@ impl<'a> Op<'a> {
             ),
             syn::ReturnType::Type(_, ty) => classify_ret(ty),
         };
-        Some(Op {
+        Op {
             ident: &item.sig.ident,
             vis: &item.vis,
             name,
-            name_span: options
-                .name
-                .as_ref()
-                .map_or_else(Span::call_site, |n| n.span()),
+            name_span: options.name.as_ref().map(|n| n.span()),
             target,
+            target_span: options.target.as_ref().map(|t| t.span()),
             side_effect: options.side_effect.is_some(),
             api_version,
             api_version_span,
@@ -162,7 +197,7 @@ impl<'a> Op<'a> {
             params,
             ret,
             partition: options.partition.as_ref(),
-        })
+        }
     }
 
     /// The `partition` entry of parameter `name`, if any.
@@ -190,6 +225,7 @@ impl<'a> Op<'a> {
                     })
                     .collect(),
             ),
+            Shape::Unread => None,
         }
     }
 }
@@ -255,14 +291,31 @@ fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem<'_>, Option<usize>), (Sp
     Ok((elem, rank))
 }
 
+/// The parameter's kind; one that cannot be classified keeps what it is meant to be (an
+/// output when it has `#[out]` or is a `TensorMut`).
 fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
+    match classify_kind(ty, pa) {
+        Kind::Invalid(span, message, _) => {
+            let tensor_mut = last_segment(ty).is_some_and(|s| s.ident == "TensorMut");
+            let intent = if pa.out.is_some() || tensor_mut {
+                Intent::Output
+            } else {
+                Intent::Argument
+            };
+            Kind::Invalid(span, message, intent)
+        }
+        kind => kind,
+    }
+}
+
+fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     let marks = [pa.external.is_some(), pa.attr.is_some(), pa.out.is_some()];
     if marks.iter().filter(|m| **m).count() > 1 {
         let span = pa
             .attr
             .or(pa.out.as_ref().map(|o| o.0))
             .unwrap_or_else(|| ty.span());
-        return Kind::Invalid(
+        return invalid(
             span,
             "a parameter is one of: a tensor, `#[external]`, `#[attr]` or `#[out]`, not several"
                 .into(),
@@ -270,7 +323,7 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     }
     if pa.external.is_some() {
         return match ty {
-            syn::Type::Reference(r) if pa.borrow && r.mutability.is_some() => Kind::Invalid(
+            syn::Type::Reference(r) if pa.borrow && r.mutability.is_some() => invalid(
                 r.span(),
                 "a borrowed external (`#[external(borrow)]`) is read in place, so it is `&T`: \
                  `&mut` state is unpacked and written back, so drop `borrow`"
@@ -281,7 +334,7 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
                 mutable: r.mutability.is_some(),
                 borrow: pa.borrow,
             },
-            other => Kind::Invalid(
+            other => invalid(
                 other.span(),
                 "an `#[external]` parameter is taken by reference: `&T` (or `&mut T` to update it), \
                  with `T: Descriptor`"
@@ -296,32 +349,37 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     let kind = seg.map(|s| s.ident.to_string());
     match (kind.as_deref(), &pa.out) {
         (Some("TensorMut"), Some((out_span, shape))) => match seg.map(tensor_parts) {
-            Some(Ok((elem, rank))) => match shape.as_ref().map(shape_rule).transpose() {
+            Some(Ok((elem, rank))) => match shape
+                .as_ref()
+                .map(shape_rule)
+                .transpose()
+                .map(|s| s.or(pa.shape_written.then_some(Shape::Unread)))
+            {
                 Ok(shape) => Kind::Output {
                     elem,
                     rank,
                     shape,
                     out_span: *out_span,
                 },
-                Err((s, m)) => Kind::Invalid(s, m),
+                Err((s, m)) => invalid(s, m),
             },
-            Some(Err((s, m))) => Kind::Invalid(s, m),
-            None => Kind::Invalid(ty.span(), "unsupported parameter type".into()),
+            Some(Err((s, m))) => invalid(s, m),
+            None => invalid(ty.span(), "unsupported parameter type".into()),
         },
-        (Some("TensorMut"), None) => Kind::Invalid(
+        (Some("TensorMut"), None) => invalid(
             ty.span(),
             "a `TensorMut` parameter is an output: mark it `#[out(shape = [...])]` with its shape rule".into(),
         ),
         (Some("TensorRef"), None) => match seg.map(tensor_parts) {
             Some(Ok((elem, rank))) => Kind::Tensor { elem, rank },
-            Some(Err((s, m))) => Kind::Invalid(s, m),
-            None => Kind::Invalid(ty.span(), "unsupported parameter type".into()),
+            Some(Err((s, m))) => invalid(s, m),
+            None => invalid(ty.span(), "unsupported parameter type".into()),
         },
-        (_, Some((span, _))) => Kind::Invalid(
+        (_, Some((span, _))) => invalid(
             *span,
             "`#[out]` goes on a `TensorMut<'_, T>` parameter".into(),
         ),
-        _ => Kind::Invalid(
+        _ => invalid(
             ty.span(),
             "unsupported parameter type: a custom op takes tensors (`TensorRef<'_, T>`), outputs \
              (`#[out(shape = ...)] TensorMut<'_, T>`), attributes (`#[attr]`) and external \
@@ -333,7 +391,7 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
 
 fn classify_attr(ty: &syn::Type) -> Kind<'_> {
     match ty {
-        syn::Type::Reference(r) if r.mutability.is_some() => Kind::Invalid(
+        syn::Type::Reference(r) if r.mutability.is_some() => invalid(
             r.span(),
             "an attribute is read-only: take it by value or as `&T`, not `&mut T`".into(),
         ),

@@ -2,6 +2,7 @@
 //! attributes.
 
 use crate::ctxt::Ctxt;
+use crate::options::{self, Attr};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::parse::{Parse, ParseStream};
@@ -11,6 +12,8 @@ use syn::spanned::Spanned;
 #[derive(Default)]
 pub(crate) struct Options {
     pub(crate) name: Option<syn::LitStr>,
+    /// `name` is written, maybe with a value that failed to parse (already reported).
+    pub(crate) name_written: bool,
     pub(crate) target: Option<syn::LitStr>,
     pub(crate) side_effect: Option<Span>,
     pub(crate) api_version: Option<syn::LitInt>,
@@ -26,6 +29,9 @@ pub(crate) struct Partition {
     /// The `partition` keyword.
     pub(crate) span: Span,
     pub(crate) entries: Vec<PartitionEntry>,
+    /// An entry was refused while parsing (reported): the rule may be incomplete, so the rules
+    /// about the whole of it are not checked.
+    pub(crate) unread: bool,
 }
 
 pub(crate) struct PartitionEntry {
@@ -36,13 +42,15 @@ pub(crate) struct PartitionEntry {
     pub(crate) dims: Vec<Option<syn::Ident>>,
 }
 
-/// Parses the inside of `partition(...)`; element errors are recorded and parsing goes on.
+/// Parses the inside of `partition(...)`; a bad entry is recorded and the rest still read.
 fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Partition> {
     let mut p = Partition {
         span: meta.path.span(),
         entries: Vec::new(),
+        unread: false,
     };
-    meta.parse_nested_meta(|inner| {
+    let before = cx.error_count();
+    options::parse_nested(cx, meta, |cx, inner| {
         let Some(param) = inner.path.get_ident().cloned() else {
             return Err(inner.error("expected a parameter name: `partition(x = [rows, _])`"));
         };
@@ -79,80 +87,68 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
         }
         Ok(())
     })?;
+    p.unread = cx.error_count() > before;
     Ok(p)
 }
 
+const OPTIONS: &str = "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`";
+
+/// Reads the options; a bad one is recorded and the others still read, so that a later `name`
+/// is not lost.
 pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
-    let mut o = Options {
-        span: args.clone().into_iter().next().map(|t| t.span()),
-        ..Options::default()
-    };
-    let dup = |cx: &mut Ctxt, path: &syn::Path| {
-        cx.error_spanned_by(
-            path,
-            format!("duplicate option `{}`", path.to_token_stream()),
-        );
-    };
-    let parser = syn::meta::parser(|meta| {
+    let span = args.clone().into_iter().next().map(|t| t.span());
+    let mut name = Attr::none("option", "name");
+    let mut target = Attr::none("option", "target");
+    let mut side_effect = Attr::none("option", "side_effect");
+    let mut api_version = Attr::none("option", "api_version");
+    let mut krate = Attr::none("option", "crate");
+    let mut partition_ = Attr::none("option", "partition");
+    options::parse_entries(cx, args, |cx, meta| {
         let p = &meta.path;
-        if p.is_ident("name") {
-            let v: syn::LitStr = meta.value()?.parse()?;
-            if o.name.is_some() {
-                dup(cx, p)
-            } else {
-                o.name = Some(v)
+        let key = p.get_ident().map(ToString::to_string).unwrap_or_default();
+        match key.as_str() {
+            "name" => {
+                name.written();
+                name.set(cx, p, meta.value()?.parse()?);
             }
-        } else if p.is_ident("target") {
-            let v: syn::LitStr = meta.value()?.parse()?;
-            if o.target.is_some() {
-                dup(cx, p)
-            } else {
-                o.target = Some(v)
+            "target" => target.set(cx, p, meta.value()?.parse()?),
+            "side_effect" => {
+                options::no_value(&meta)?;
+                side_effect.set(cx, p, p.span());
             }
-        } else if p.is_ident("side_effect") {
-            if o.side_effect.is_some() {
-                dup(cx, p)
-            } else {
-                o.side_effect = Some(p.span())
-            }
-        } else if p.is_ident("api_version") {
-            let v: syn::LitInt = meta.value()?.parse()?;
-            if o.api_version.is_some() {
-                dup(cx, p)
-            } else {
-                o.api_version = Some(v)
-            }
-        } else if p.is_ident("crate") {
-            let v: syn::LitStr = meta.value()?.parse()?;
-            if o.krate.is_some() {
-                dup(cx, p)
-            } else {
+            "api_version" => api_version.set(cx, p, meta.value()?.parse()?),
+            "crate" => {
+                let v: syn::LitStr = meta.value()?.parse()?;
                 match v.parse::<syn::Path>() {
-                    Ok(path) => o.krate = Some(path),
+                    Ok(path) => krate.set(cx, p, path),
                     Err(_) => {
                         cx.error_spanned_by(&v, "`crate` must be a path, e.g. \"::customop\"")
                     }
                 }
             }
-        } else if p.is_ident("partition") {
-            let v = partition(cx, &meta)?;
-            if o.partition.is_some() {
-                dup(cx, p)
-            } else {
-                o.partition = Some(v)
+            "partition" => {
+                let v = partition(cx, &meta)?;
+                partition_.set(cx, p, v);
             }
-        } else {
-            return Err(meta.error(format!(
-                "unknown option `{}`: expected one of: `name`, `target`, `side_effect`, `api_version`, `crate`, `partition`",
-                p.to_token_stream().to_string().replace(' ', "")
-            )));
+            _ => {
+                return Err(meta.error(format!(
+                    "unknown option `{}`: expected one of: {OPTIONS}",
+                    p.to_token_stream().to_string().replace(' ', "")
+                )));
+            }
         }
         Ok(())
     });
-    if let Err(e) = syn::parse::Parser::parse2(parser, args) {
-        cx.syn_error(e);
+    Options {
+        name_written: name.is_written(),
+        name: name.get(),
+        target: target.get(),
+        side_effect: side_effect.get(),
+        api_version: api_version.get(),
+        krate: krate.get(),
+        partition: partition_.get(),
+        span,
     }
-    o
 }
 
 /// A function with its body kept as tokens (tracing-attributes' `MaybeItemFn`).
@@ -190,6 +186,8 @@ pub(crate) struct ParamAttrs {
     pub(crate) attr: Option<Span>,
     /// `#[out(...)]`: its span and the `shape = ...` expression, if given.
     pub(crate) out: Option<(Span, Option<syn::Expr>)>,
+    /// `shape = ...` is written, maybe with a value that failed to parse (already reported).
+    pub(crate) shape_written: bool,
 }
 
 const PARAM_ATTRS: &[&str] = &["external", "attr", "out"];
@@ -213,37 +211,40 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
             let seen = match *name {
                 "external" => {
                     if let syn::Meta::List(_) = a.meta {
-                        let r = a.parse_nested_meta(|meta| {
-                            if meta.path.is_ident("borrow") {
-                                pa.borrow = true;
-                                Ok(())
-                            } else {
-                                Err(meta.error("unknown `external` option: expected `borrow`"))
-                            }
-                        });
-                        if let Err(e) = r {
-                            cx.syn_error(e);
+                        match a.parse_args::<TokenStream>() {
+                            Err(e) => cx.syn_error(e),
+                            Ok(args) => options::parse_entries(cx, args, |_, meta| {
+                                if meta.path.is_ident("borrow") {
+                                    options::no_value(&meta)?;
+                                    pa.borrow = true;
+                                    Ok(())
+                                } else {
+                                    Err(meta.error("unknown `external` option: expected `borrow`"))
+                                }
+                            }),
                         }
                     }
                     pa.external.replace(span).is_some()
                 }
                 "attr" => pa.attr.replace(span).is_some(),
                 _ => {
-                    let mut shape = None;
+                    let mut shape = Attr::none("`out` option", "shape");
                     if !matches!(a.meta, syn::Meta::Path(_)) {
-                        let r = a.parse_nested_meta(|meta| {
-                            if meta.path.is_ident("shape") {
-                                shape = Some(meta.value()?.parse::<syn::Expr>()?);
-                                Ok(())
-                            } else {
-                                Err(meta.error("unknown `out` option: expected `shape = [...]` or `shape = param`"))
-                            }
-                        });
-                        if let Err(e) = r {
-                            cx.syn_error(e);
+                        match a.parse_args::<TokenStream>() {
+                            Err(e) => cx.syn_error(e),
+                            Ok(args) => options::parse_entries(cx, args, |cx, meta| {
+                                if meta.path.is_ident("shape") {
+                                    shape.written();
+                                    shape.set(cx, &meta.path, meta.value()?.parse::<syn::Expr>()?);
+                                    Ok(())
+                                } else {
+                                    Err(meta.error("unknown `out` option: expected `shape = [...]` or `shape = param`"))
+                                }
+                            }),
                         }
                     }
-                    pa.out.replace((span, shape)).is_some()
+                    pa.shape_written = shape.is_written();
+                    pa.out.replace((span, shape.get())).is_some()
                 }
             };
             if seen {
