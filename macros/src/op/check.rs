@@ -1,6 +1,6 @@
 //! The rules of a custom op, all checked (and every error collected) before expansion.
 
-use super::model::{Dim, Kind, Op, Ret, Shape};
+use super::model::{DimRule, Kind, Op, Ret, ShapeRule};
 use super::parse::ItemFn;
 use crate::ctxt::Ctxt;
 
@@ -94,8 +94,8 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                         p.ident
                     ),
                 )),
-                Some(Shape::Unread) => {}
-                Some(Shape::Of(src)) => {
+                Some(ShapeRule::Unread) => {}
+                Some(ShapeRule::Of(src)) => {
                     if let Some(r) = check_source(cx, op, src, &names) {
                         if let (Some(r), Some(want)) = (r, rank)
                             && r != *want
@@ -110,7 +110,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                         }
                     }
                 }
-                Some(Shape::Dims(dims)) => {
+                Some(ShapeRule::Dims(dims)) => {
                     if let Some(want) = rank
                         && dims.len() != *want
                     {
@@ -125,12 +125,12 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                     }
                     for d in dims {
                         match d {
-                            Dim::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
+                            DimRule::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
                                 *out_span,
                                 "dimension sizes cannot be negative",
                             )),
-                            Dim::Const(_) => {}
-                            Dim::Of(src, dim, span) => {
+                            DimRule::Const(_) => {}
+                            DimRule::Of(src, dim, span) => {
                                 if let Some(Some(r)) = check_source(cx, op, src, &names)
                                     && *dim >= r
                                 {

@@ -5,7 +5,7 @@
 //! rule's indices) is not computed here: the runtime derives it once from the schema
 //! (`plan.rs`), for the lowering (`lower::call_op`) and the handler (`ffi::run`) alike.
 
-use super::model::{AttrKind, Dim, Intent, Kind, Op, Param, Ret, Shape};
+use super::model::{AttrKind, DimRule, Intent, Kind, Op, Param, Ret, ShapeRule};
 use crate::tokens::respan;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -216,21 +216,21 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
             };
             let e = element(p, elem.ty);
             let dims: Vec<TokenStream> = match shape {
-                Some(Shape::Of(src)) => {
+                Some(ShapeRule::Of(src)) => {
                     let src = src.to_string();
                     vec![quote!(#p::shape_of(#src))]
                 }
-                Some(Shape::Dims(ds)) => ds
+                Some(ShapeRule::Dims(ds)) => ds
                     .iter()
                     .map(|d| match d {
-                        Dim::Const(c) => quote!(#p::dim_const(#c)),
-                        Dim::Of(src, dim, _) => {
+                        DimRule::Const(c) => quote!(#p::dim_const(#c)),
+                        DimRule::Of(src, dim, _) => {
                             let src = src.to_string();
                             quote!(#p::dim_of(#src, #dim))
                         }
                     })
                     .collect(),
-                None | Some(Shape::Unread) => Vec::new(),
+                None | Some(ShapeRule::Unread) => Vec::new(),
             };
             let rname = prm.ident.to_string();
             quote!(#p::tensor_result(#rname, #e, ::core::convert::From::from([#(#dims),*])))

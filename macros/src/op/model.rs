@@ -39,16 +39,16 @@ pub(crate) struct Elem<'a> {
     pub(crate) ty: &'a syn::Type,
 }
 
-pub(crate) enum Shape {
+pub(crate) enum ShapeRule {
     /// `shape = x`: the shape of tensor parameter `x`.
     Of(syn::Ident),
     /// `shape = [x.dim(0), 3]`.
-    Dims(Vec<Dim>),
+    Dims(Vec<DimRule>),
     /// Written, but it failed to parse (already reported): no rule, and no second error.
     Unread,
 }
 
-pub(crate) enum Dim {
+pub(crate) enum DimRule {
     Const(i64),
     Of(syn::Ident, usize, Span),
 }
@@ -72,7 +72,7 @@ pub(crate) enum Kind<'a> {
     Output {
         elem: Elem<'a>,
         rank: Option<usize>,
-        shape: Option<Shape>,
+        shape: Option<ShapeRule>,
         out_span: Span,
     },
     Attr(AttrKind<'a>),
@@ -208,24 +208,24 @@ impl<'a> Op<'a> {
     /// Per dimension, the factor of an output with this shape rule, as the rule carries the
     /// inputs' factors over; `None` when the output is not split (no partition, or
     /// `shape = x` with `x` not in it).
-    pub(crate) fn output_factors(&self, shape: &Shape) -> Option<Vec<Option<&'a syn::Ident>>> {
+    pub(crate) fn output_factors(&self, shape: &ShapeRule) -> Option<Vec<Option<&'a syn::Ident>>> {
         self.partition?;
         match shape {
-            Shape::Of(src) => self
+            ShapeRule::Of(src) => self
                 .partition_of(src)
                 .map(|e| e.dims.iter().map(Option::as_ref).collect()),
-            Shape::Dims(dims) => Some(
+            ShapeRule::Dims(dims) => Some(
                 dims.iter()
                     .map(|d| match d {
-                        Dim::Const(_) => None,
-                        Dim::Of(src, k, _) => self
+                        DimRule::Const(_) => None,
+                        DimRule::Of(src, k, _) => self
                             .partition_of(src)
                             .and_then(|e| e.dims.get(*k))
                             .and_then(Option::as_ref),
                     })
                     .collect(),
             ),
-            Shape::Unread => None,
+            ShapeRule::Unread => None,
         }
     }
 }
@@ -353,7 +353,7 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
                 .as_ref()
                 .map(shape_rule)
                 .transpose()
-                .map(|s| s.or(pa.shape_written.then_some(Shape::Unread)))
+                .map(|s| s.or(pa.shape_written.then_some(ShapeRule::Unread)))
             {
                 Ok(shape) => Kind::Output {
                     elem,
@@ -403,7 +403,7 @@ fn classify_attr(ty: &syn::Type) -> Kind<'_> {
     }
 }
 
-fn shape_rule(e: &syn::Expr) -> Result<Shape, (Span, String)> {
+fn shape_rule(e: &syn::Expr) -> Result<ShapeRule, (Span, String)> {
     let bad = |s: Span| {
         (
             s,
@@ -416,7 +416,7 @@ fn shape_rule(e: &syn::Expr) -> Result<Shape, (Span, String)> {
         syn::Expr::Path(p) => p
             .path
             .get_ident()
-            .map(|i| Shape::Of(i.clone()))
+            .map(|i| ShapeRule::Of(i.clone()))
             .ok_or_else(|| bad(p.span())),
         syn::Expr::Array(a) => {
             let mut dims = Vec::new();
@@ -425,7 +425,7 @@ fn shape_rule(e: &syn::Expr) -> Result<Shape, (Span, String)> {
                     syn::Expr::Lit(syn::ExprLit {
                         lit: syn::Lit::Int(i),
                         ..
-                    }) => dims.push(Dim::Const(i.base10_parse().map_err(|_| bad(i.span()))?)),
+                    }) => dims.push(DimRule::Const(i.base10_parse().map_err(|_| bad(i.span()))?)),
                     syn::Expr::MethodCall(m) if m.method == "dim" && m.args.len() == 1 => {
                         let recv = match &*m.receiver {
                             syn::Expr::Path(p) => p.path.get_ident().cloned(),
@@ -440,12 +440,12 @@ fn shape_rule(e: &syn::Expr) -> Result<Shape, (Span, String)> {
                             Some(other) => return Err(bad(other.span())),
                             None => return Err(bad(m.span())),
                         };
-                        dims.push(Dim::Of(recv, idx, m.span()));
+                        dims.push(DimRule::Of(recv, idx, m.span()));
                     }
                     other => return Err(bad(other.span())),
                 }
             }
-            Ok(Shape::Dims(dims))
+            Ok(ShapeRule::Dims(dims))
         }
         other => Err(bad(other.span())),
     }
