@@ -1,5 +1,6 @@
 """Checks the book: every relative link points at a file that exists (and, for `#anchor`
-links into a chapter, at one of its headings), and every ```python block runs.
+links into a chapter, at one of its headings), every block right after a
+`<!-- same as path/in/repo -->` comment is that file's text, and every ```python block runs.
 
 Usage: python scripts/check_book.py book/src   (with CUSTOMOP_KERNELS set for the Python blocks)
 Exits non-zero on the first broken link or failing block.
@@ -38,6 +39,12 @@ def main(src):
                 failures.append("%s: broken link %s" % (name, target))
             elif anchor and anchor not in anchors(dest):
                 failures.append("%s: no heading #%s in %s" % (name, anchor, file or name))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(src)))
+        for file, shown in re.findall(r"<!-- same as (\S+) -->\n```[a-z]*\n(.*?)```", text, re.S):
+            with open(os.path.join(root, file), encoding="utf-8") as f:
+                if f.read() != shown:
+                    failures.append("%s: the block after `same as %s` is not that file (copy "
+                                    "it again)" % (name, file))
         for i, code in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
             blocks.append(("%s, python block %d" % (name, i + 1), code))
     for f in failures:

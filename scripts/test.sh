@@ -63,6 +63,7 @@ py_tests() {
 }
 py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)" tests/torch/test_torch.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
+py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

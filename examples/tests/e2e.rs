@@ -449,7 +449,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
     let h = Harness::get();
     let names = h
         .py_call(
-            "xla",
+            "tests.manifest_helpers",
             "manifest_op_names",
             serde_json::json!([example_kernels().to_string_lossy()]),
         )
@@ -480,7 +480,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
     // Python packs a Blob from the manifest's layout, byte for byte as Rust does.
     let packed = h
         .py_call(
-            "xla",
+            "tests.manifest_helpers",
             "pack_with_library",
             serde_json::json!([example_kernels().to_string_lossy(), "my_lib::Blob",
                 {"gain": 1.5, "bias": -2, "seed": 99, "tag": b"seed-model-blob!".to_vec()}]),
@@ -491,7 +491,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
     // The partition rule travels in the manifest.
     let rule = h
         .py_call(
-            "xla",
+            "tests.manifest_helpers",
             "manifest_partition",
             serde_json::json!([
                 example_kernels().to_string_lossy(),
@@ -509,7 +509,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
     );
     let none = h
         .py_call(
-            "xla",
+            "tests.manifest_helpers",
             "manifest_partition",
             serde_json::json!([example_kernels().to_string_lossy(), "example::counter_step"]),
         )

@@ -1,1 +1,4 @@
-"""customop's Python helper: descriptors packed byte-for-byte as Rust does (descriptors.py)."""
+"""customop's Python helpers: a kernel cdylib's manifest parsed into typed objects (manifest),
+descriptors packed byte-for-byte as Rust does (descriptors), op schemas read for any front end
+(schema), ops run on host memory through `customop_call` (eager), and the JAX (xla) and
+PyTorch (torch, torch_export) front ends."""

@@ -1,8 +1,8 @@
 """Wire format v1 of customop descriptors, written from the book's specification.
 
-This module does not call Rust. Given a descriptor layout (the JSON that
-`Descriptor::layout().to_json()` and the manifest export), it packs Python values into the
-exact bytes Rust's `Descriptor::pack` writes, and unpacks and validates them as
+This module does not call Rust. Given a descriptor layout (a `manifest.Layout`, or the JSON
+that `Descriptor::layout().to_json()` and the manifest export), it packs Python values into
+the exact bytes Rust's `Descriptor::pack` writes, and unpacks and validates them as
 `Descriptor::unpack` does.
 
 Values: bool -> bool, integers -> int, floats -> float, arrays and Vec -> list, nested
@@ -11,28 +11,38 @@ array (C's `char[N]`) also takes `bytes`, `bytearray` or `str` (its UTF-8 bytes)
 bytes.
 """
 
+from __future__ import annotations
+
 import numbers
 import struct
+from typing import Any
+
+from .manifest import (ArrayType, EnumType, FieldType, Layout, PrimType, StringType,
+                       StructType, VecType)
 
 MAGIC = b"CUOP"
 FORMAT_VERSION = 1
 HEADER_SIZE = 24
 
+# The wire format's scalar field types (the spec's, spelled as Rust does): struct code, size.
 _PRIMS = {
-    # kind: (struct code, size)
     "bool": ("B", 1),
     "i8": ("b", 1), "i16": ("h", 2), "i32": ("i", 4), "i64": ("q", 8),
     "u8": ("B", 1), "u16": ("H", 2), "u32": ("I", 4), "u64": ("Q", 8),
     "f32": ("f", 4), "f64": ("d", 8),
 }
-_REPRS = {"u8": "u8", "u16": "u16", "u32": "u32", "i32": "i32"}
+
+
+def as_layout(layout: Layout | dict[str, Any]) -> Layout:
+    """`layout` as a `Layout` (parsed when given as its JSON form)."""
+    return layout if isinstance(layout, Layout) else Layout.from_json(layout)
 
 
 class DescriptorError(ValueError):
     """Bytes that are not a valid packing of the layout."""
 
 
-def fingerprint(canonical):
+def fingerprint(canonical: str) -> int:
     """FNV-1a 64 of the canonical layout string's UTF-8 bytes."""
     h = 0xCBF29CE484222325
     for b in canonical.encode("utf-8"):
@@ -41,86 +51,84 @@ def fingerprint(canonical):
     return h
 
 
-def _align_up(at, align):
+def _align_up(at: int, align: int) -> int:
     return (at + align - 1) // align * align
 
 
-def _is_tail(t):
-    return t["kind"] in ("vec", "string")
+def _is_tail(t: FieldType) -> bool:
+    return isinstance(t, (VecType, StringType))
 
 
-def size_align(t):
+def size_align(t: FieldType) -> tuple[int, int]:
     """(size, alignment) of a fixed-layout type."""
-    k = t["kind"]
-    if k in _PRIMS:
-        s = _PRIMS[k][1]
+    if isinstance(t, PrimType):
+        s = _PRIMS[t.kind][1]
         return s, s
-    if k == "enum":
-        s = _PRIMS[t["repr"]][1]
+    if isinstance(t, EnumType):
+        s = _PRIMS[t.repr][1]
         return s, s
-    if k == "array":
-        s, a = size_align(t["element"])
-        return s * t["len"], a
-    if k == "struct":
-        return struct_fixed(t["layout"])[1:]
-    raise DescriptorError("%s is not a fixed-layout type" % k)
+    if isinstance(t, ArrayType):
+        s, a = size_align(t.element)
+        return s * t.len, a
+    if isinstance(t, StructType):
+        return struct_fixed(t.layout)[1:]
+    raise DescriptorError("%s is not a fixed-layout type" % t.kind)
 
 
-def struct_fixed(layout):
+def struct_fixed(layout: Layout) -> tuple[dict[str, int], int, int]:
     """(offsets of fixed fields by name, fixed size rounded up, alignment)."""
     offsets, at, max_align = {}, 0, 1
-    for f in layout["fields"]:
-        if _is_tail(f["type"]):
+    for f in layout.fields:
+        if _is_tail(f.type):
             continue
-        s, a = size_align(f["type"])
+        s, a = size_align(f.type)
         max_align = max(max_align, a)
         at = _align_up(at, a)
-        offsets[f["name"]] = at
+        offsets[f.name] = at
         at += s
     return offsets, _align_up(at, max_align), max_align
 
 
-def canonical(t):
+def canonical(t: FieldType) -> str:
     """The canonical spelling of a type (for a struct: of its layout)."""
-    k = t["kind"]
-    if k in _PRIMS:
-        return k
-    if k == "array":
-        return "[%s;%d]" % (canonical(t["element"]), t["len"])
-    if k == "struct":
-        return layout_canonical(t["layout"])
-    if k == "enum":
-        vs = ",".join("%s=%d" % (v["name"], v["value"]) for v in t["variants"])
-        return "%s(%s){%s}" % (t["name"], t["repr"], vs)
-    if k == "vec":
-        return "Vec<%s>" % canonical(t["element"])
-    if k == "string":
-        return "String"
-    raise DescriptorError("unknown type kind %r" % k)
+    if isinstance(t, PrimType):
+        return t.kind
+    if isinstance(t, ArrayType):
+        return "[%s;%d]" % (canonical(t.element), t.len)
+    if isinstance(t, StructType):
+        return layout_canonical(t.layout)
+    if isinstance(t, EnumType):
+        vs = ",".join("%s=%d" % (v.name, v.value) for v in t.variants)
+        return "%s(%s){%s}" % (t.name, t.repr, vs)
+    if isinstance(t, VecType):
+        return "Vec<%s>" % canonical(t.element)
+    return "String"
 
 
-def layout_canonical(layout):
-    fields = ",".join("%s:%s" % (f["name"], canonical(f["type"])) for f in layout["fields"])
-    return "%s{%s}" % (layout["name"], fields)
+def layout_canonical(layout: Layout) -> str:
+    fields = ",".join("%s:%s" % (f.name, canonical(f.type)) for f in layout.fields)
+    return "%s{%s}" % (layout.name, fields)
 
 
-def check_layout(layout):
+def check_layout(layout: Layout | dict[str, Any]) -> int:
     """Recomputes the canonical string, fingerprint and offsets from the spec and checks that
     the exported layout agrees. Returns the fingerprint."""
+    layout = as_layout(layout)
     c = layout_canonical(layout)
-    if c != layout["canonical"]:
-        raise DescriptorError("canonical string %r, layout says %r" % (c, layout["canonical"]))
+    if c != layout.canonical:
+        raise DescriptorError("canonical string %r, layout says %r" % (c, layout.canonical))
     fp = fingerprint(c)
-    if "0x%016x" % fp != layout["fingerprint"]:
-        raise DescriptorError("fingerprint 0x%016x, layout says %s" % (fp, layout["fingerprint"]))
+    if fp != layout.fingerprint:
+        raise DescriptorError("fingerprint 0x%016x, layout says %s"
+                              % (fp, layout.fingerprint_hex))
     offsets, size, align = struct_fixed(layout)
-    if size != layout["fixed_size"] or align != layout["align"]:
+    if size != layout.fixed_size or align != layout.align:
         raise DescriptorError("fixed size/align %d/%d, layout says %d/%d"
-                              % (size, align, layout["fixed_size"], layout["align"]))
-    for f in layout["fields"]:
-        if offsets.get(f["name"]) != f["offset"]:
+                              % (size, align, layout.fixed_size, layout.align))
+    for f in layout.fields:
+        if offsets.get(f.name) != f.offset:
             raise DescriptorError("field %s at %r, layout says %r"
-                                  % (f["name"], offsets.get(f["name"]), f["offset"]))
+                                  % (f.name, offsets.get(f.name), f.offset))
     return fp
 
 
@@ -131,13 +139,13 @@ class PackError(DescriptorError, TypeError):
     wrong type or out of range. The message names the descriptor and the field."""
 
 
-def _fields(layout, value, root, path):
+def _fields(layout: Layout, value: Any, root: str, path: str) -> dict[str, Any]:
     """The dict `value` checked against `layout`'s fields (at `path` inside descriptor `root`):
     every field given, no other key."""
     if not isinstance(value, dict):
         raise PackError("%s: expected a dict of the fields of `%s`, got %s"
-                        % (_where(root, path), layout["name"], type(value).__name__))
-    known = [f["name"] for f in layout["fields"]]
+                        % (_where(root, path), layout.name, type(value).__name__))
+    known = [f.name for f in layout.fields]
     for f in known:
         if f not in value:
             raise PackError("descriptor `%s` has no value for field `%s`" % (root, _join(path, f)))
@@ -149,48 +157,47 @@ def _fields(layout, value, root, path):
     return value
 
 
-def _join(path, name):
+def _join(path: str, name: str) -> str:
     return "%s.%s" % (path, name) if path else name
 
 
-def _where(root, path):
+def _where(root: str, path: str) -> str:
     return "descriptor `%s`, field `%s`" % (root, path) if path else "descriptor `%s`" % root
 
 
-def _spelled(t):
+def _spelled(t: FieldType) -> str:
     """A type as Rust spells it (`[i16; 3]`; a struct or enum by its name)."""
-    k = t["kind"]
-    if k == "array":
-        return "[%s; %d]" % (_spelled(t["element"]), t["len"])
-    if k == "struct":
-        return t["layout"]["name"]
-    if k == "enum":
-        return t["name"]
+    if isinstance(t, ArrayType):
+        return "[%s; %d]" % (_spelled(t.element), t.len)
+    if isinstance(t, StructType):
+        return t.layout.name
+    if isinstance(t, EnumType):
+        return t.name
     return canonical(t)
 
 
-def _byte_array(t, value, root, path):
+def _byte_array(t: ArrayType, value: bytes | bytearray | str, root: str, path: str) -> list[int]:
     """A `[u8; N]` or `[i8; N]` (C `char[N]`) field given as `bytes`/`bytearray`, or as `str`
     (its UTF-8 bytes): exactly N bytes, as the elements' values."""
     data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-    if len(data) != t["len"]:
+    if len(data) != t.len:
         hint = ""
-        if len(data) < t["len"]:
-            hint = "; pad it, e.g. `%r.ljust(%d, b\"\\0\")`" % (data, t["len"])
+        if len(data) < t.len:
+            hint = "; pad it, e.g. `%r.ljust(%d, b\"\\0\")`" % (data, t.len)
         raise PackError("%s: a %s takes exactly %d bytes, got %d%s"
-                        % (_where(root, path), _spelled(t), t["len"], len(data), hint))
-    if t["element"]["kind"] == "i8":
+                        % (_where(root, path), _spelled(t), t.len, len(data), hint))
+    if t.element == PrimType("i8"):
         return [b - 256 if b > 127 else b for b in data]
     return list(data)
 
 
-def _write(t, value, buf, at, root, path):
-    k = t["kind"]
-    if k == "bool":
+def _write(t: FieldType, value: Any, buf: bytearray, at: int, root: str, path: str) -> None:
+    if isinstance(t, PrimType) and t.kind == "bool":
         if not isinstance(value, bool):
             raise PackError("%s: expected bool, got %r" % (_where(root, path), value))
         buf[at] = 1 if value else 0
-    elif k in _PRIMS:
+    elif isinstance(t, PrimType):
+        k = t.kind
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise PackError("%s: expected a number (%s), got %r" % (_where(root, path), k, value))
         if k[0] in "iu":
@@ -205,117 +212,116 @@ def _write(t, value, buf, at, root, path):
         except (struct.error, OverflowError) as e:
             raise PackError("%s: %r does not fit %s (%s)"
                             % (_where(root, path), value, k, e)) from None
-    elif k == "enum":
-        by_name = {v["name"]: v["value"] for v in t["variants"]}
+    elif isinstance(t, EnumType):
+        by_name = {v.name: v.value for v in t.variants}
         if value not in by_name:
             raise PackError("%s: %r is not a variant of %s (its variants: %s)"
-                            % (_where(root, path), value, t["name"], ", ".join(by_name)))
-        struct.pack_into("<" + _PRIMS[t["repr"]][0], buf, at, by_name[value])
-    elif k == "array":
-        if t["element"]["kind"] in ("u8", "i8") and isinstance(value, (bytes, bytearray, str)):
+                            % (_where(root, path), value, t.name, ", ".join(by_name)))
+        struct.pack_into("<" + _PRIMS[t.repr][0], buf, at, by_name[value])
+    elif isinstance(t, ArrayType):
+        if t.element in (PrimType("u8"), PrimType("i8")) and isinstance(
+                value, (bytes, bytearray, str)):
             value = _byte_array(t, value, root, path)
         elif isinstance(value, (str, bytes, bytearray)):
             raise PackError("%s: a %s takes a list, got %s"
                             % (_where(root, path), _spelled(t), type(value).__name__))
-        s, _ = size_align(t["element"])
-        if len(value) != t["len"]:
+        s, _ = size_align(t.element)
+        if len(value) != t.len:
             raise PackError("%s: expected %d elements, got %d"
-                            % (_where(root, path), t["len"], len(value)))
+                            % (_where(root, path), t.len, len(value)))
         for i, v in enumerate(value):
-            _write(t["element"], v, buf, at + i * s, root, "%s[%d]" % (path, i))
-    elif k == "struct":
-        _write_fixed(t["layout"], value, buf, at, root, path)
+            _write(t.element, v, buf, at + i * s, root, "%s[%d]" % (path, i))
+    elif isinstance(t, StructType):
+        _write_fixed(t.layout, value, buf, at, root, path)
     else:
-        raise DescriptorError("%s cannot be written in the fixed part" % k)
+        raise DescriptorError("%s cannot be written in the fixed part" % t.kind)
 
 
-def _write_fixed(layout, value, buf, at, root, path=""):
+def _write_fixed(layout: Layout, value: Any, buf: bytearray, at: int, root: str,
+                 path: str = "") -> None:
     value = _fields(layout, value, root, path)
     offsets, _, _ = struct_fixed(layout)
-    for f in layout["fields"]:
-        if not _is_tail(f["type"]):
-            _write(f["type"], value[f["name"]], buf, at + offsets[f["name"]], root,
-                   _join(path, f["name"]))
+    for f in layout.fields:
+        if not _is_tail(f.type):
+            _write(f.type, value[f.name], buf, at + offsets[f.name], root, _join(path, f.name))
 
 
-def pack(layout, value):
+def pack(layout: Layout | dict[str, Any], value: dict[str, Any]) -> bytes:
     """Packs `value` (a dict of field name -> value) as wire format v1. A missing or unknown
     field, or a value that does not fit its field, raises `PackError` naming both."""
+    layout = as_layout(layout)
     fp = check_layout(layout)
     _, fixed, _ = struct_fixed(layout)
     payload = bytearray(fixed)
-    root = layout["name"]
+    root = layout.name
     _write_fixed(layout, value, payload, 0, root)
-    for f in layout["fields"]:
-        t = f["type"]
+    for f in layout.fields:
+        t = f.type
         if not _is_tail(t):
             continue
-        v = value[f["name"]]
+        v = value[f.name]
         payload.extend(b"\0" * (_align_up(len(payload), 4) - len(payload)))
-        if t["kind"] == "string":
+        if isinstance(t, StringType):
             if not isinstance(v, str):
-                raise PackError("%s: expected str, got %r" % (_where(root, f["name"]), v))
+                raise PackError("%s: expected str, got %r" % (_where(root, f.name), v))
             data = v.encode("utf-8")
             payload.extend(struct.pack("<I", len(data)))
             payload.extend(data)
         else:
+            assert isinstance(t, VecType)
             payload.extend(struct.pack("<I", len(v)))
-            s, a = size_align(t["element"])
+            s, a = size_align(t.element)
             payload.extend(b"\0" * (_align_up(len(payload), a) - len(payload)))
             start = len(payload)
             payload.extend(b"\0" * (s * len(v)))
             for i, x in enumerate(v):
-                _write(t["element"], x, payload, start + i * s, root, "%s[%d]" % (f["name"], i))
+                _write(t.element, x, payload, start + i * s, root, "%s[%d]" % (f.name, i))
     header = MAGIC + struct.pack("<HHIIQ", FORMAT_VERSION, 0, len(payload), 0, fp)
     return bytes(header) + bytes(payload)
 
 
 # --- unpacking ------------------------------------------------------------------------------
 
-def _read(t, data, at, path):
-    k = t["kind"]
-    if k == "bool":
+def _read(t: FieldType, data: bytes, at: int, path: str) -> Any:
+    if isinstance(t, PrimType) and t.kind == "bool":
         b = data[at]
         if b not in (0, 1):
             raise DescriptorError("%s: invalid bool byte 0x%02x" % (path, b))
         return b == 1
-    if k in _PRIMS:
-        return struct.unpack_from("<" + _PRIMS[k][0], data, at)[0]
-    if k == "enum":
-        v = struct.unpack_from("<" + _PRIMS[t["repr"]][0], data, at)[0]
-        for var in t["variants"]:
-            if var["value"] == v:
-                return var["name"]
-        raise DescriptorError("%s: %d is not a discriminant of enum %s" % (path, v, t["name"]))
-    if k == "array":
-        s, _ = size_align(t["element"])
-        return [_read(t["element"], data, at + i * s, "%s[%d]" % (path, i)) for i in range(t["len"])]
-    if k == "struct":
-        return _read_fixed(t["layout"], data, at, path + ".")
-    raise DescriptorError("%s cannot be read from the fixed part" % k)
+    if isinstance(t, PrimType):
+        return struct.unpack_from("<" + _PRIMS[t.kind][0], data, at)[0]
+    if isinstance(t, EnumType):
+        v = struct.unpack_from("<" + _PRIMS[t.repr][0], data, at)[0]
+        for var in t.variants:
+            if var.value == v:
+                return var.name
+        raise DescriptorError("%s: %d is not a discriminant of enum %s" % (path, v, t.name))
+    if isinstance(t, ArrayType):
+        s, _ = size_align(t.element)
+        return [_read(t.element, data, at + i * s, "%s[%d]" % (path, i)) for i in range(t.len)]
+    if isinstance(t, StructType):
+        return _read_fixed(t.layout, data, at, path + ".")
+    raise DescriptorError("%s cannot be read from the fixed part" % t.kind)
 
 
-def _read_fixed(layout, data, at, prefix=""):
+def _read_fixed(layout: Layout, data: bytes, at: int, prefix: str = "") -> dict[str, Any]:
     offsets, fixed, _ = struct_fixed(layout)
-    out, used = {}, set()
-    for f in layout["fields"]:
-        t = f["type"]
-        if _is_tail(t):
+    out: dict[str, Any] = {}
+    used: set[int] = set()
+    for f in layout.fields:
+        if _is_tail(f.type):
             continue
-        off = at + offsets[f["name"]]
-        out[f["name"]] = _read(t, data, off, prefix + f["name"])
-        used.update(range(off, off + size_align(t)[0]))
-    if t_padding_nonzero(data, at, fixed, used):
+        off = at + offsets[f.name]
+        out[f.name] = _read(f.type, data, off, prefix + f.name)
+        used.update(range(off, off + size_align(f.type)[0]))
+    if any(data[i] != 0 for i in range(at, at + fixed) if i not in used):
         raise DescriptorError("%snonzero padding byte" % prefix)
     return out
 
 
-def t_padding_nonzero(data, at, size, used):
-    return any(data[i] != 0 for i in range(at, at + size) if i not in used)
-
-
-def unpack(layout, data):
+def unpack(layout: Layout | dict[str, Any], data: bytes) -> dict[str, Any]:
     """Validates `data` as a packing of `layout` and returns the value as a dict."""
+    layout = as_layout(layout)
     fp = check_layout(layout)
     data = bytes(data)
     if len(data) < HEADER_SIZE:
@@ -338,32 +344,33 @@ def unpack(layout, data):
         raise DescriptorError("too short for the fixed part")
     out = _read_fixed(layout, payload, 0)
     at = fixed
-    for f in layout["fields"]:
-        t = f["type"]
+    for f in layout.fields:
+        t = f.type
         if not _is_tail(t):
             continue
         count_at = _align_up(at, 4)
         if len(payload) < count_at + 4 or any(payload[at:count_at]):
-            raise DescriptorError("%s: bad tail header" % f["name"])
+            raise DescriptorError("%s: bad tail header" % f.name)
         (n,) = struct.unpack_from("<I", payload, count_at)
         at = count_at + 4
-        if t["kind"] == "string":
+        if isinstance(t, StringType):
             if n > len(payload) - at:
-                raise DescriptorError("%s: tail length %d out of range" % (f["name"], n))
+                raise DescriptorError("%s: tail length %d out of range" % (f.name, n))
             try:
-                out[f["name"]] = payload[at:at + n].decode("utf-8")
+                out[f.name] = payload[at:at + n].decode("utf-8")
             except UnicodeDecodeError as e:
-                raise DescriptorError("%s: invalid UTF-8" % f["name"]) from e
+                raise DescriptorError("%s: invalid UTF-8" % f.name) from e
             at += n
         else:
-            s, a = size_align(t["element"])
+            assert isinstance(t, VecType)
+            s, a = size_align(t.element)
             start = _align_up(at, a)
             if start > len(payload) or any(payload[at:start]):
-                raise DescriptorError("%s: bad tail padding" % f["name"])
+                raise DescriptorError("%s: bad tail padding" % f.name)
             if n * max(s, 1) > len(payload) - start:
-                raise DescriptorError("%s: tail length %d out of range" % (f["name"], n))
-            out[f["name"]] = [_read(t["element"], payload, start + i * s, "%s[%d]" % (f["name"], i))
-                              for i in range(n)]
+                raise DescriptorError("%s: tail length %d out of range" % (f.name, n))
+            out[f.name] = [_read(t.element, payload, start + i * s, "%s[%d]" % (f.name, i))
+                           for i in range(n)]
             at = start + n * s
     if at != len(payload):
         raise DescriptorError("too long: %d bytes left over" % (len(payload) - at))

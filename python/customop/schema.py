@@ -1,67 +1,78 @@
-"""What every front end reads from an op's schema (the manifest's form): element types, result
-shapes from the shape rules, and attribute values as MLIR text. No jax or torch here."""
+"""What every front end reads from an op's schema (`manifest.OpSchema`): result shapes from
+the shape rules, attribute values checked against their types, and attributes as MLIR text.
+No jax or torch here; element types come from the manifest's table, not from this module."""
+
+from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
 
-# The schema's element type names (MLIR's) as numpy dtype names.
-NUMPY_DTYPES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-                "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
-                "f32": "float32", "f64": "float64"}
-
-# XLA FFI data type codes (`XLA_FFI_DataType` in xla/ffi/api/c_api.h).
-XLA_CODES = {"i1": 1, "i8": 2, "i16": 3, "i32": 4, "i64": 5, "ui8": 6, "ui16": 7, "ui32": 8,
-             "ui64": 9, "f32": 11, "f64": 12}
-
-_INT_RANGES = {"i8": (-2**7, 2**7 - 1), "i16": (-2**15, 2**15 - 1), "i32": (-2**31, 2**31 - 1),
-               "i64": (-2**63, 2**63 - 1), "ui8": (0, 2**8 - 1), "ui16": (0, 2**16 - 1),
-               "ui32": (0, 2**32 - 1), "ui64": (0, 2**64 - 1)}
+from .manifest import (AttributeParam, ConstDim, DimOf, ElementType, OpaqueResult, OpSchema,
+                       TensorResult)
 
 
 class SchemaError(TypeError):
-    """A call that does not fit the op's schema: wrong operand count, attribute type or value."""
+    """A call that does not fit the op's schema: wrong operand count or shape, attribute type
+    or value."""
 
 
-def operand_names(schema):
+def operand_names(schema: OpSchema) -> list[str]:
     """The names of the op's operands (tensors and externals), in declaration order."""
-    return [p["name"] for p in schema["params"] if p["kind"] in ("tensor", "external")]
+    return [p.name for p in schema.operands]
 
 
-def attribute_params(schema):
+def attribute_params(schema: OpSchema) -> list[AttributeParam]:
     """The op's attribute parameters, in declaration order."""
-    return [p for p in schema["params"] if p["kind"] == "attribute"]
+    return list(schema.attributes)
 
 
-def result_specs(schema, shapes):
-    """`(kind, shape, dtype_name)` of each result, in the schema's order, given the operands'
+class ResultSpec(NamedTuple):
+    """One result of a call: `kind` is "tensor", "opaque" or "updated_external" (the result's
+    kind), its shape, and its element type."""
+    kind: str
+    shape: tuple[int, ...]
+    dtype: ElementType
+
+
+def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]]) -> list[ResultSpec]:
+    """The shape and element type of each result, in the schema's order, given the operands'
     shapes by name: tensors from their shape rules, opaque results as `ui8[packed_size]`,
-    updated externals as their operand's shape."""
+    updated externals as their operand's shape. A shape rule that names a dimension the
+    operand does not have raises `SchemaError`."""
     out = []
-    for r in schema["results"]:
-        if r["kind"] == "tensor":
-            dims = []
-            for rule in r["shape"]:
-                if rule["kind"] == "const":
-                    dims.append(rule["size"])
-                elif rule["kind"] == "dim_of":
-                    dims.append(shapes[rule["param"]][rule["dim"]])
+    for r in schema.results:
+        if isinstance(r, TensorResult):
+            dims: list[int] = []
+            for rule in r.shape:
+                if isinstance(rule, ConstDim):
+                    dims.append(rule.size)
+                    continue
+                shape = tuple(shapes[rule.param])
+                if isinstance(rule, DimOf):
+                    if rule.dim >= len(shape):
+                        raise SchemaError(
+                            "%s: result `%s` takes dimension %d of `%s`, which has shape %s"
+                            % (schema.name, r.name, rule.dim, rule.param, list(shape)))
+                    dims.append(shape[rule.dim])
                 else:
-                    dims.extend(shapes[rule["param"]])
-            out.append(("tensor", tuple(dims), r["dtype"]))
-        elif r["kind"] == "opaque":
-            size = r["descriptor"]["packed_size"]
+                    dims.extend(shape)
+            out.append(ResultSpec(r.kind, tuple(dims), r.dtype))
+        elif isinstance(r, OpaqueResult):
+            size = r.descriptor.packed_size
             if size is None:
                 raise SchemaError("%s: its result descriptor %s has tails, so no fixed size"
-                                  % (schema["name"], r["descriptor"]["name"]))
-            out.append(("opaque", (size,), "ui8"))
+                                  % (schema.name, r.descriptor.name))
+            out.append(ResultSpec(r.kind, (size,), r.dtype))
         else:
-            out.append(("updated", tuple(shapes[r["param"]]), "ui8"))
+            out.append(ResultSpec(r.kind, tuple(shapes[r.param]), r.dtype))
     return out
 
 
-def _float_text(value, dtype):
+def _float_text(value: float, dtype: ElementType) -> str:
     v = float(value)
-    if dtype == "f32":
+    if dtype.byte_size == 4:
         if math.isfinite(v):
             return "%.9e" % v
         return "0x%08X" % struct.unpack("<I", struct.pack("<f", v))[0]
@@ -70,7 +81,7 @@ def _float_text(value, dtype):
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
 
 
-def _string_text(data):
+def _string_text(data: bytes) -> str:
     out = ['"']
     for b in data:
         c = chr(b)
@@ -82,83 +93,97 @@ def _string_text(data):
     return "".join(out)
 
 
-def attr_bytes(schema, param, value):
+def attr_bytes(schema: OpSchema, param: AttributeParam, value: Any) -> bytes:
     """The bytes of a `str` or descriptor attribute. A descriptor attribute's value is its
     packed bytes (`bytes`), or a `str` of them one character per byte (latin-1), which is how
     a `str` schema argument carries them through torch."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, str):
-        if param["type"]["kind"] == "str":
+        if param.type.kind == "str":
             return value.encode("utf-8")
         return value.encode("latin-1")
     raise SchemaError("%s: attribute `%s` takes %s, got %s"
-                      % (schema["name"], param["name"],
-                         "a str" if param["type"]["kind"] == "str" else
-                         "the packed bytes of descriptor " + param["type"]["descriptor"]["name"],
+                      % (schema.name, param.name,
+                         "a str" if param.type.descriptor is None else
+                         "the packed bytes of descriptor " + param.type.descriptor.name,
                          type(value).__name__))
 
 
-def check_attrs(schema, attrs):
+def check_attrs(schema: OpSchema,
+                attrs: Mapping[str, Any]) -> list[tuple[AttributeParam, Any]]:
     """Checks that `attrs` (a dict) gives exactly the op's attributes; returns them in
     declaration order as `(param, value)` pairs."""
-    params = attribute_params(schema)
-    names = [p["name"] for p in params]
+    params = schema.attributes
+    names = [p.name for p in params]
     unknown = sorted(set(attrs) - set(names))
     if unknown:
         raise SchemaError("%s has no attribute %s (its attributes: %s)"
-                          % (schema["name"], ", ".join(unknown), ", ".join(names) or "none"))
+                          % (schema.name, ", ".join(unknown), ", ".join(names) or "none"))
     missing = [n for n in names if n not in attrs]
     if missing:
-        raise SchemaError("%s: missing attribute %s" % (schema["name"], ", ".join(missing)))
-    return [(p, attrs[p["name"]]) for p in params]
+        raise SchemaError("%s: missing attribute %s" % (schema.name, ", ".join(missing)))
+    return [(p, attrs[p.name]) for p in params]
 
 
-def _scalar(schema, param, dtype, value):
-    name = "%s: attribute `%s`" % (schema["name"], param["name"])
-    if dtype in ("f32", "f64"):
+def _scalar(schema: OpSchema, param: AttributeParam, dtype: ElementType,
+            value: Any) -> int | float:
+    name = "%s: attribute `%s`" % (schema.name, param.name)
+    if dtype.is_float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SchemaError("%s takes a float, got %r" % (name, value))
         return float(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise SchemaError("%s takes an int, got %r" % (name, value))
-    lo, hi = _INT_RANGES[dtype]
-    if not lo <= value <= hi:
-        raise SchemaError("%s is %s: %d is out of range %d..%d" % (name, dtype, value, lo, hi))
+    bounds = dtype.int_range
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise SchemaError("%s is %s: %d is out of range %d..%d"
+                          % (name, dtype.name, value, bounds[0], bounds[1]))
     return value
 
 
-def normalize(schema, param, value):
-    """`(kind, dtype, value)` of one attribute value, checked against its schema type: kind is
-    "scalar" (value an int or float), "bool", "array" (a list), or "bytes"."""
-    t = param["type"]
-    if t["kind"] == "scalar":
-        return "scalar", t["dtype"], _scalar(schema, param, t["dtype"], value)
-    if t["kind"] == "bool":
+class AttrValue(NamedTuple):
+    """One attribute value checked against its type: `kind` is "scalar" (`value` an int or
+    float of element type `dtype`), "bool" (`dtype` i1), "array" (a list of `dtype`), or
+    "bytes" (a str or descriptor attribute's bytes; `dtype` None)."""
+    kind: Literal["scalar", "bool", "array", "bytes"]
+    dtype: ElementType | None
+    value: Any
+
+
+def normalize(schema: OpSchema, param: AttributeParam, value: Any) -> AttrValue:
+    """One attribute value, checked against its schema type."""
+    t = param.type
+    if t.kind == "scalar" and t.dtype is not None:
+        return AttrValue("scalar", t.dtype, _scalar(schema, param, t.dtype, value))
+    if t.kind == "bool":
         if not isinstance(value, bool):
             raise SchemaError("%s: attribute `%s` takes a bool, got %r"
-                              % (schema["name"], param["name"], value))
-        return "bool", "i1", value
-    if t["kind"] == "array":
-        return "array", t["dtype"], [_scalar(schema, param, t["dtype"], v) for v in value]
-    return "bytes", None, attr_bytes(schema, param, value)
+                              % (schema.name, param.name, value))
+        return AttrValue("bool", t.dtype, value)
+    if t.kind == "array" and t.dtype is not None:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise SchemaError("%s: attribute `%s` takes a list of %s, got %r"
+                              % (schema.name, param.name, t.dtype.name, value))
+        return AttrValue("array", t.dtype, [_scalar(schema, param, t.dtype, v) for v in value])
+    return AttrValue("bytes", None, attr_bytes(schema, param, value))
 
 
-def backend_config(schema, attrs):
+def backend_config(schema: OpSchema, attrs: Mapping[str, Any]) -> str:
     """The attributes as the MLIR dictionary a custom call's `backend_config` carries (API
     version 4): `{eps = 9.999999747e-06 : f32, label = "..."}`, each value typed as the schema
     says; `{}` for none."""
     entries = []
     for param, value in check_attrs(schema, attrs):
         kind, dtype, v = normalize(schema, param, value)
-        if kind == "scalar":
-            text = "%s : %s" % (_float_text(v, dtype) if dtype in ("f32", "f64") else str(v), dtype)
+        if kind == "scalar" and dtype is not None:
+            text = "%s : %s" % (_float_text(v, dtype) if dtype.is_float else str(v), dtype.name)
         elif kind == "bool":
             text = "true" if v else "false"
-        elif kind == "array":
-            items = [_float_text(x, dtype) if dtype in ("f32", "f64") else str(x) for x in v]
-            text = "array<%s%s>" % (dtype, (": " + ", ".join(items)) if items else "")
+        elif kind == "array" and dtype is not None:
+            items = [_float_text(x, dtype) if dtype.is_float else str(x) for x in v]
+            text = "array<%s%s>" % (dtype.name, (": " + ", ".join(items)) if items else "")
         else:
             text = _string_text(v)
-        entries.append("%s = %s" % (param["name"], text))
+        entries.append("%s = %s" % (param.name, text))
     return "{" + ", ".join(entries) + "}"

@@ -236,6 +236,106 @@ class Refusals(unittest.TestCase):
         self.assertEqual(out.tolist(), seed_expected(x, {"gain": 2.0, "bias": -1}))
 
 
+class Traps(unittest.TestCase):
+    """What a user hits when a name or a size is wrong, or when training through an op."""
+
+    def exported_seed(self):
+        x = torch.ones(1, 2)
+        m = Wrap(lambda s, x: ops.my_custom_library.custom_op_external(s.external, x),
+                 external=blob())
+        return ct.export(torch.export.export(m, (x,)), LIB), x
+
+    def test_misspelled_external_name_is_refused(self):
+        exported, x = self.exported_seed()
+        for call in (exported.run, exported.arguments):
+            with self.assertRaises(ct.ExportError) as cm:
+                call(x, externals={"externl": blob(gain=10.0)})
+            msg = str(cm.exception)
+            self.assertIn("no external `externl`", msg)
+            self.assertIn("its externals: `external` (my_lib::Blob)", msg)
+        # The right name is taken.
+        self.assertEqual(exported.run(x, externals={"external": blob(gain=10.0, bias=3)})
+                         .tolist(), [23])
+
+    def test_wrong_size_external_is_refused_before_xla(self):
+        exported, x = self.exported_seed()
+        long = torch.cat([blob(), torch.zeros(1, dtype=torch.uint8)])
+        for call in (exported.run, exported.arguments):
+            with self.assertRaises(ct.ExportError) as cm:
+                call(x, externals={"external": long})
+            self.assertIn("external `external` (descriptor my_lib::Blob) is 57 bytes, but the "
+                          "program takes 56", str(cm.exception))
+
+    def test_wrong_size_forward_input_external_is_refused(self):
+        m = Wrap(lambda s, x, ext: ops.my_custom_library.custom_op_external(ext, x))
+        x = torch.ones(2, 2)
+        exported = ct.export(torch.export.export(m, (x, blob())), LIB)
+        self.assertEqual(exported.run(x, blob()).tolist(),
+                         seed_expected(x, {"gain": 2.0, "bias": -1}))
+        with self.assertRaises(ct.ExportError) as cm:
+            exported.run(x, blob()[:50])
+        self.assertIn("external `input_arg 1` (descriptor my_lib::Blob) is 50 bytes",
+                      str(cm.exception))
+
+    def test_external_repr_shows_every_field(self):
+        exported, _ = self.exported_seed()
+        (e,) = exported.externals
+        self.assertEqual(repr(e), "External(index=%d, name='external', source='parameter', "
+                                  "descriptor='my_lib::Blob', fingerprint='%s', size=56, "
+                                  "mutable=False)"
+                         % (e.index, LIB.library.layout("my_lib::Blob").fingerprint_hex))
+
+    def test_backward_through_an_op_raises_naming_it(self):
+        cfg = LIB.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5,
+                                                 "mode": "ScaleShift"})
+        x = torch.tensor([[3.0, 4.0], [1.0, -1.0]], requires_grad=True)
+        y = ops.example.rms_norm(x, eps=1e-5, cfg=cfg)
+        with torch.no_grad():
+            torch.testing.assert_close(y, ops.example.rms_norm(x, eps=1e-5, cfg=cfg),
+                                       rtol=0, atol=0)
+        with self.assertRaises(ct.NoGradientError) as cm:
+            (y * 3).sum().backward()
+        self.assertIn("example::rms_norm has no gradient", str(cm.exception))
+        self.assertIsNone(x.grad)
+        # A detached input needs no gradient: backward through the rest works.
+        w = torch.tensor(2.0, requires_grad=True)
+        (ops.example.rms_norm(x.detach(), eps=1e-5, cfg=cfg) * w).sum().backward()
+        self.assertIsNotNone(w.grad)
+
+    def test_backward_through_an_op_with_state_raises(self):
+        state = LIB.pack("example::Counter", {"calls": 0, "total": 0.0})
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = ops.example.counter_step(state, x)
+        self.assertEqual(LIB.unpack("example::Counter", state), {"calls": 1, "total": 3.0})
+        with self.assertRaises(ct.NoGradientError) as cm:
+            y.sum().backward()
+        self.assertIn("example::counter_step has no gradient", str(cm.exception))
+
+    def test_torch_compile_fullgraph_matches_eager(self):
+        torch.manual_seed(0)
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 3)
+                self.register_buffer("external", blob())
+
+            def forward(self, x):
+                h = ops.example.checked_sqrt(self.lin(x).abs())
+                return ops.my_custom_library.custom_op_external(self.external, h), h
+
+        m = Model()
+        x = torch.randn(4, 3)
+        compiled = torch.compile(m, fullgraph=True)
+        for got, want in zip(compiled(x), m(x)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        # The backward is compiled too, and raises when run.
+        _, h = compiled(x)
+        with self.assertRaises(ct.NoGradientError) as cm:
+            h.sum().backward()
+        self.assertIn("example::checked_sqrt has no gradient", str(cm.exception))
+
+
 class EagerErrors(unittest.TestCase):
     def test_kernel_error(self):
         with self.assertRaises(ct.KernelError) as cm:

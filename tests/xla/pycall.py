@@ -1,12 +1,15 @@
 """Calls one function of customop's Python helper (python/customop) with JSON arguments.
 
-Request on stdin: {"module": "descriptors", "function": "pack", "args": [...]}.
+Request on stdin: {"module": "descriptors", "function": "pack", "args": [...]}: a module of the
+package (`customop.descriptors`), or `tests.<name>` for a test helper next to this file
+(`tests.manifest_helpers` is manifest_helpers.py).
 Arguments and results that are bytes travel as {"hex": "..."}.
 Answer on stdout: {"ok": true, "result": ...} or {"ok": false, "error": "..."}.
 """
 
 import importlib
 import json
+import os
 import sys
 
 
@@ -33,7 +36,12 @@ def encode(v):
 def main():
     req = json.load(sys.stdin)
     try:
-        mod = importlib.import_module("customop." + req["module"])
+        module = req["module"]
+        if module.startswith("tests."):
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            mod = importlib.import_module(module[len("tests."):])
+        else:
+            mod = importlib.import_module("customop." + module)
         result = getattr(mod, req["function"])(*decode(req["args"]))
         answer = {"ok": True, "result": encode(result)}
     except Exception as e:

@@ -1,0 +1,403 @@
+"""A kernel cdylib's manifest (`customop_manifest()`), parsed once into typed, immutable objects.
+
+The manifest is JSON written by the Rust runtime: the element-type table, and per op its name,
+FFI target, handler symbol, schema (parameters, results with their shape rules, partition rule)
+and PyTorch schema string; descriptor layouts travel inside the schemas. Everything else in
+this package reads these objects, never the raw JSON.
+
+    m = Manifest.from_json(json.loads(text))
+    op = m.op("example::rms_norm")
+    op.schema.params[0]             # TensorParam(name='x', dtype=ElementType('f32'), rank=2)
+    m.element_types["f32"].numpy    # 'float32'
+
+Element types are not spelled here: their names, XLA FFI codes, numpy names, byte sizes and
+kinds come from the manifest's `element_types`, which the runtime writes from its own table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
+                     ManifestError, PrimType, StringType, StructType, VecType, json_field)
+
+__all__ = [
+    "ManifestError", "ElementType", "ElementTypes",
+    "PrimType", "ArrayType", "StructType", "EnumType", "EnumVariant", "VecType", "StringType",
+    "FieldType", "Field", "Layout",
+    "AttrType", "TensorParam", "AttributeParam", "ExternalParam", "Param",
+    "ConstDim", "DimOf", "ShapeOf", "DimRule",
+    "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
+    "FactorDims", "PartitionRule", "OpSchema", "OpEntry", "Manifest",
+]
+
+ElementKind = Literal["bool", "signed", "unsigned", "float"]
+
+# The element type of packed descriptor bytes (externals, opaque results): `tensor<Nxui8>`.
+BYTES = "ui8"
+# The element type a bool attribute travels as (XLA FFI's PRED).
+PRED = "i1"
+
+
+# --- element types ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ElementType:
+    """A tensor element type: `name` is its MLIR spelling (`f32`, `i1`, `ui8`), as schemas
+    write it; `xla_code` its `XLA_FFI_DataType`; `numpy` the numpy dtype name; `kind` one of
+    bool, signed, unsigned, float."""
+
+    name: str
+    xla_code: int
+    numpy: str
+    byte_size: int
+    kind: ElementKind
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def int_range(self) -> tuple[int, int] | None:
+        """`(lowest, highest)` of an integer type; None for bool and floats."""
+        bits = 8 * self.byte_size
+        if self.kind == "signed":
+            return -2 ** (bits - 1), 2 ** (bits - 1) - 1
+        if self.kind == "unsigned":
+            return 0, 2 ** bits - 1
+        return None
+
+    def __repr__(self) -> str:
+        return "ElementType(%r)" % self.name
+
+    @staticmethod
+    def from_json(j: Json) -> ElementType:
+        kind = json_field(j, "kind", "element type")
+        if kind not in ("bool", "signed", "unsigned", "float"):
+            raise ManifestError("element type %r has kind %r" % (j.get("name"), kind))
+        return ElementType(str(json_field(j, "name", "element type")),
+                           int(json_field(j, "xla_code", "element type")),
+                           str(json_field(j, "numpy", "element type")),
+                           int(json_field(j, "byte_size", "element type")), kind)
+
+
+class ElementTypes(Mapping[str, ElementType]):
+    """The manifest's element-type table, by MLIR name; also looked up by XLA code or numpy name."""
+
+    def __init__(self, types: list[ElementType]) -> None:
+        self._by_name = {t.name: t for t in types}
+        self._by_code = {t.xla_code: t for t in types}
+        self._by_numpy = {t.numpy: t for t in types}
+
+    def __getitem__(self, name: str) -> ElementType:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError("no element type %r (the manifest has: %s)"
+                           % (name, ", ".join(self._by_name))) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def by_xla_code(self, code: int) -> ElementType | None:
+        return self._by_code.get(code)
+
+    def by_numpy(self, name: str) -> ElementType | None:
+        """The element type of numpy dtype name `name` (`float32`), if there is one."""
+        return self._by_numpy.get(name)
+
+    def __repr__(self) -> str:
+        return "ElementTypes(%s)" % ", ".join(self._by_name)
+
+
+# --- op schemas ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttrType:
+    """An attribute's type: kind `bool` (`dtype` i1, as XLA carries it), `scalar` (of
+    `dtype`), `str`, `array` (of `dtype`) or `descriptor` (a whole descriptor's packed bytes,
+    layout `descriptor`)."""
+    kind: Literal["bool", "scalar", "str", "array", "descriptor"]
+    dtype: ElementType | None = None
+    descriptor: Layout | None = None
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """A tensor operand; `rank` when the signature fixes it."""
+    name: str
+    dtype: ElementType
+    rank: int | None
+    kind: ClassVar[str] = "tensor"
+
+
+@dataclass(frozen=True)
+class AttributeParam:
+    """A compile-time attribute (an entry of the custom call's `backend_config`)."""
+    name: str
+    type: AttrType
+    kind: ClassVar[str] = "attribute"
+
+
+@dataclass(frozen=True)
+class ExternalParam:
+    """An `#[external]` operand: the packed bytes of descriptor `descriptor`, updated by the op
+    when `mutable` (`&mut`)."""
+    name: str
+    mutable: bool
+    descriptor: Layout
+    kind: ClassVar[str] = "external"
+
+
+Param = TensorParam | AttributeParam | ExternalParam
+
+
+@dataclass(frozen=True)
+class ConstDim:
+    """An output dimension of constant size."""
+    size: int
+    kind: ClassVar[str] = "const"
+
+
+@dataclass(frozen=True)
+class DimOf:
+    """An output dimension: dimension `dim` of tensor parameter `param`."""
+    param: str
+    dim: int
+    kind: ClassVar[str] = "dim_of"
+
+
+@dataclass(frozen=True)
+class ShapeOf:
+    """Every dimension of tensor parameter `param` (the output has its shape)."""
+    param: str
+    kind: ClassVar[str] = "shape_of"
+
+
+DimRule = ConstDim | DimOf | ShapeOf
+
+
+@dataclass(frozen=True)
+class TensorResult:
+    """A tensor output: its element type, and one shape rule per dimension."""
+    name: str
+    dtype: ElementType
+    shape: tuple[DimRule, ...]
+    kind: ClassVar[str] = "tensor"
+
+
+@dataclass(frozen=True)
+class OpaqueResult:
+    """A descriptor returned as its packed bytes (`Opaque<T>`); `dtype` is the bytes' (ui8)."""
+    name: str
+    descriptor: Layout
+    dtype: ElementType
+    kind: ClassVar[str] = "opaque"
+
+
+@dataclass(frozen=True)
+class UpdatedExternal:
+    """The new bytes of `&mut` external `param`, aliased to operand `operand`; `dtype` is the
+    bytes' (ui8)."""
+    name: str
+    param: str
+    operand: int
+    dtype: ElementType
+    kind: ClassVar[str] = "updated_external"
+
+
+Result = TensorResult | OpaqueResult | UpdatedExternal
+
+
+@dataclass(frozen=True)
+class FactorDims:
+    """The factor (or None: never split) of each dimension of one operand or result, by its
+    index among the custom call's operands (or results)."""
+    name: str
+    index: int
+    dims: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class PartitionRule:
+    """How an op may be split across devices (`partition(...)`): its factors, and the operands
+    and results that have a rule. Those not listed are replicated."""
+    factors: tuple[str, ...]
+    operands: tuple[FactorDims, ...]
+    results: tuple[FactorDims, ...]
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """One op's schema: parameters in declaration order, results in the custom call's order."""
+    name: str
+    target: str
+    api_version: int
+    side_effect: bool
+    params: tuple[Param, ...]
+    results: tuple[Result, ...]
+    partition: PartitionRule | None
+
+    @property
+    def operands(self) -> tuple[TensorParam | ExternalParam, ...]:
+        """The custom call's operands (tensors and externals), in declaration order."""
+        return tuple(p for p in self.params if not isinstance(p, AttributeParam))
+
+    @property
+    def attributes(self) -> tuple[AttributeParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, AttributeParam))
+
+    @property
+    def externals(self) -> tuple[ExternalParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, ExternalParam))
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError("%s has no parameter %r" % (self.name, name))
+
+    def layouts(self) -> Iterator[Layout]:
+        """Every descriptor layout the op names (externals, descriptor attributes, opaque
+        results), in declaration order."""
+        for p in self.params:
+            if isinstance(p, ExternalParam):
+                yield p.descriptor
+            elif isinstance(p, AttributeParam) and p.type.descriptor is not None:
+                yield p.type.descriptor
+        for r in self.results:
+            if isinstance(r, OpaqueResult):
+                yield r.descriptor
+
+    @staticmethod
+    def from_json(j: Json, types: ElementTypes) -> OpSchema:
+        name = str(json_field(j, "name", "op schema"))
+
+        def dtype(entry: Json, what: str) -> ElementType:
+            spelled = json_field(entry, "dtype", what)
+            try:
+                return types[spelled]
+            except KeyError as e:
+                raise ManifestError("%s: %s" % (what, e.args[0])) from None
+
+        params: list[Param] = []
+        for p in json_field(j, "params", name):
+            pname = str(json_field(p, "name", name))
+            what = "%s, parameter `%s`" % (name, pname)
+            kind = json_field(p, "kind", what)
+            if kind == "tensor":
+                rank = p.get("rank")
+                params.append(TensorParam(pname, dtype(p, what), None if rank is None else int(rank)))
+            elif kind == "attribute":
+                t = json_field(p, "type", what)
+                tkind = json_field(t, "kind", what)
+                if tkind in ("scalar", "array"):
+                    params.append(AttributeParam(pname, AttrType(tkind, dtype=dtype(t, what))))
+                elif tkind == "descriptor":
+                    params.append(AttributeParam(pname, AttrType(
+                        tkind, descriptor=Layout.from_json(json_field(t, "descriptor", what)))))
+                elif tkind == "bool":
+                    params.append(AttributeParam(pname, AttrType(tkind, dtype=types[PRED])))
+                elif tkind == "str":
+                    params.append(AttributeParam(pname, AttrType(tkind)))
+                else:
+                    raise ManifestError("%s: unknown attribute type %r" % (what, tkind))
+            elif kind == "external":
+                params.append(ExternalParam(pname, bool(json_field(p, "mutable", what)),
+                                            Layout.from_json(json_field(p, "descriptor", what))))
+            else:
+                raise ManifestError("%s: unknown parameter kind %r" % (what, kind))
+
+        results: list[Result] = []
+        for r in json_field(j, "results", name):
+            rname = str(json_field(r, "name", name))
+            what = "%s, result `%s`" % (name, rname)
+            kind = json_field(r, "kind", what)
+            if kind == "tensor":
+                results.append(TensorResult(rname, dtype(r, what),
+                                            tuple(_dim_rule(d, what) for d in json_field(r, "shape", what))))
+            elif kind == "opaque":
+                results.append(OpaqueResult(rname, Layout.from_json(json_field(r, "descriptor", what)),
+                                            types[BYTES]))
+            elif kind == "updated_external":
+                results.append(UpdatedExternal(rname, str(json_field(r, "param", what)),
+                                               int(json_field(r, "operand", what)), types[BYTES]))
+            else:
+                raise ManifestError("%s: unknown result kind %r" % (what, kind))
+
+        rule = j.get("partition")
+        partition = None
+        if rule is not None:
+            def entries(key: str) -> tuple[FactorDims, ...]:
+                return tuple(FactorDims(str(e["name"]), int(e["index"]), tuple(e["dims"]))
+                             for e in json_field(rule, key, name))
+            partition = PartitionRule(tuple(json_field(rule, "factors", name)), entries("operands"),
+                                      entries("results"))
+        return OpSchema(name, str(json_field(j, "target", name)), int(json_field(j, "api_version", name)),
+                        bool(json_field(j, "side_effect", name)), tuple(params), tuple(results),
+                        partition)
+
+
+def _dim_rule(j: Json, where: str) -> DimRule:
+    kind = json_field(j, "kind", where)
+    if kind == "const":
+        return ConstDim(int(json_field(j, "size", where)))
+    if kind == "dim_of":
+        return DimOf(str(json_field(j, "param", where)), int(json_field(j, "dim", where)))
+    if kind == "shape_of":
+        return ShapeOf(str(json_field(j, "param", where)))
+    raise ManifestError("%s: unknown shape rule %r" % (where, kind))
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op of a cdylib: its name (`ns::op`), FFI target, exported handler symbol, schema,
+    and the schema in PyTorch FunctionSchema syntax (`schema_string`)."""
+    name: str
+    target: str
+    handler_symbol: str
+    schema: OpSchema
+    schema_string: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A cdylib's manifest: the customop version that wrote it, the descriptor wire format
+    version, the element-type table, and the ops sorted by name."""
+    customop_version: str
+    wire_format_version: int
+    element_types: ElementTypes = field(repr=False)
+    ops: tuple[OpEntry, ...]
+
+    def op(self, name: str) -> OpEntry:
+        for op in self.ops:
+            if op.name == name:
+                return op
+        raise KeyError("no op %r (the manifest has: %s)"
+                       % (name, ", ".join(o.name for o in self.ops)))
+
+    def layouts(self) -> dict[str, Layout]:
+        """Every descriptor layout named by an op, by descriptor name."""
+        return {layout.name: layout for op in self.ops for layout in op.schema.layouts()}
+
+    @staticmethod
+    def from_json(j: Json) -> Manifest:
+        if "element_types" not in j:
+            raise ManifestError(
+                "the manifest has no element-type table (`element_types`): the cdylib was "
+                "built with a customop older than this Python package; rebuild it")
+        types = ElementTypes([ElementType.from_json(t) for t in j["element_types"]])
+        ops = []
+        for op in json_field(j, "ops", "manifest"):
+            name = str(json_field(op, "name", "manifest"))
+            ops.append(OpEntry(name, str(json_field(op, "target", name)),
+                               str(json_field(op, "handler_symbol", name)),
+                               OpSchema.from_json(json_field(op, "schema", name), types),
+                               str(json_field(op, "schema_string", name))))
+        return Manifest(str(json_field(j, "customop_version", "manifest")),
+                        int(json_field(j, "wire_format_version", "manifest")), types, tuple(ops))
