@@ -64,6 +64,7 @@ py_tests() {
 py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)" tests/torch/test_torch.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
+py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export" tests/xla/test_computed_shapes.py
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

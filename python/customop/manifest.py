@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from . import shape
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
 
@@ -28,7 +29,7 @@ __all__ = [
     "PrimType", "ArrayType", "StructType", "EnumType", "EnumVariant", "VecType", "StringType",
     "FieldType", "Field", "Layout",
     "AttrType", "TensorParam", "AttributeParam", "ExternalParam", "Param",
-    "ConstDim", "DimOf", "ShapeOf", "DimRule",
+    "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
     "FactorDims", "PartitionRule", "OpSchema", "OpEntry", "Manifest",
 ]
@@ -179,7 +180,16 @@ class ShapeOf:
     kind: ClassVar[str] = "shape_of"
 
 
-DimRule = ConstDim | DimOf | ShapeOf
+@dataclass(frozen=True)
+class ExprDim:
+    """An output dimension computed by a shape expression (`customop.shape`), with its text as
+    the declaration wrote it: `(x.dim(1) + 2 * pad - k) / stride + 1`."""
+    expr: shape.Expr
+    text: str
+    kind: ClassVar[str] = "expr"
+
+
+DimRule = ConstDim | DimOf | ShapeOf | ExprDim
 
 
 @dataclass(frozen=True)
@@ -351,6 +361,12 @@ def _dim_rule(j: Json, where: str) -> DimRule:
         return DimOf(str(json_field(j, "param", where)), int(json_field(j, "dim", where)))
     if kind == "shape_of":
         return ShapeOf(str(json_field(j, "param", where)))
+    if kind == "expr":
+        try:
+            expr = shape.parse(json_field(j, "expr", where), where)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ManifestError("%s: %s" % (where, e)) from None
+        return ExprDim(expr, str(json_field(j, "text", where)))
     raise ManifestError("%s: unknown shape rule %r" % (where, kind))
 
 

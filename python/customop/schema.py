@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from .manifest import (AttributeParam, ConstDim, DimOf, ElementType, OpaqueResult, OpSchema,
-                       TensorResult)
+                       ShapeOf, TensorResult)
+from .shape import Dim, Env, Lit, ShapeExprError, as_int, eval_size
 
 
 class SchemaError(TypeError):
@@ -36,28 +37,33 @@ class ResultSpec(NamedTuple):
     dtype: ElementType
 
 
-def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]]) -> list[ResultSpec]:
+def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
+                 attrs: Mapping[str, Any] | None = None) -> list[ResultSpec]:
     """The shape and element type of each result, in the schema's order, given the operands'
-    shapes by name: tensors from their shape rules, opaque results as `ui8[packed_size]`,
-    updated externals as their operand's shape. A shape rule that names a dimension the
-    operand does not have raises `SchemaError`."""
+    shapes and the attribute values by name: tensors from their shape rules (evaluated as Rust
+    evaluates them), opaque results as `ui8[packed_size]`, updated externals as their operand's
+    shape. A rule with no value (a dimension the operand does not have, an overflow, a division
+    by zero, a size below zero) raises `SchemaError` naming the op, the output and the values."""
+    env = Env(lambda p: tuple(shapes[p]) if p in shapes else None, dict(attrs or {}))
     out = []
     for r in schema.results:
         if isinstance(r, TensorResult):
             dims: list[int] = []
-            for rule in r.shape:
-                if isinstance(rule, ConstDim):
-                    dims.append(rule.size)
+            for i, rule in enumerate(r.shape):
+                if isinstance(rule, ShapeOf):
+                    dims.extend(shapes[rule.param])
                     continue
-                shape = tuple(shapes[rule.param])
-                if isinstance(rule, DimOf):
-                    if rule.dim >= len(shape):
-                        raise SchemaError(
-                            "%s: result `%s` takes dimension %d of `%s`, which has shape %s"
-                            % (schema.name, r.name, rule.dim, rule.param, list(shape)))
-                    dims.append(shape[rule.dim])
-                else:
-                    dims.extend(shape)
+                expr = (Lit(rule.size) if isinstance(rule, ConstDim)
+                        else Dim(rule.param, rule.dim) if isinstance(rule, DimOf) else rule.expr)
+                try:
+                    dims.append(eval_size(expr, env))
+                except ShapeExprError as e:
+                    raise SchemaError(
+                        "%s: output `%s`: dimension %d, `%s`: %s; the operands' shapes are %s%s"
+                        % (schema.name, r.name, i, expr.text(), e,
+                           ", ".join("%s %s" % (n, list(s)) for n, s in shapes.items()),
+                           "".join("; %s = %d" % (n, as_int(v)) for n, v in sorted(env.attrs.items())
+                                   if as_int(v) is not None))) from None
             out.append(ResultSpec(r.kind, tuple(dims), r.dtype))
         elif isinstance(r, OpaqueResult):
             size = r.descriptor.packed_size

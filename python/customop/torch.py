@@ -104,7 +104,7 @@ class TorchLibrary:
             return self._xla(sch, args, kwargs)
 
         def fake(*args: Any, **kwargs: Any) -> Any:
-            return self._fake(sch, args)
+            return self._fake(sch, args, kwargs)
 
         frag.impl(name, cpu, "CPU")
         frag.impl(name, xla, "XLA")
@@ -154,11 +154,11 @@ class TorchLibrary:
                               % (sch.name, len(names), ", ".join(names), len(args)))
         return names, {n: tuple(a.shape) for n, a in zip(names, args)}
 
-    def _fake(self, sch: OpSchema, args: Sequence[torch.Tensor]) -> Any:
+    def _fake(self, sch: OpSchema, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         _, shapes = self._split(sch, args)
         device = args[0].device if args else None
         outs = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype), device=device)
-                for s in result_specs(sch, shapes) if s.kind != UpdatedExternal.kind]
+                for s in result_specs(sch, shapes, kwargs) if s.kind != UpdatedExternal.kind]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _eager(self, op: OpEntry, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
@@ -183,7 +183,7 @@ class TorchLibrary:
             operands.append(buffer(_as_bytes(a) if p.kind == "external" else a,
                                    "operand `%s`" % p.name))
         results = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype))
-                   for s in result_specs(sch, shapes)]
+                   for s in result_specs(sch, shapes, kwargs)]
         self._handlers.call(op, operands, [buffer(r, "result") for r in results], kwargs)
         return _write_back(sch, names, args, results)
 
@@ -191,7 +191,7 @@ class TorchLibrary:
         from torch_xla.experimental.stablehlo_custom_call import stablehlo_custom_call
 
         names, shapes = self._split(sch, args)
-        specs = result_specs(sch, shapes)
+        specs = result_specs(sch, shapes, kwargs)
         config = backend_config(sch, kwargs)
         outs = stablehlo_custom_call(list(args), sch.target, [list(s.shape) for s in specs],
                                      [self.torch_dtype(s.dtype) for s in specs],

@@ -76,7 +76,7 @@ class Library:
                             % (name, len(names), ", ".join(names), len(operands)))
         shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
         results = [jax.ShapeDtypeStruct(spec.shape, np.dtype(spec.dtype.numpy))
-                   for spec in result_specs(sch, shapes)]
+                   for spec in result_specs(sch, shapes, attrs)]
         out = jax.ffi.ffi_call(sch.target, results if len(results) != 1 else results[0],
                                has_side_effect=sch.side_effect)(*operands, **attrs)
         return out

@@ -23,7 +23,7 @@ pub mod lower;
 /// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
 /// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).
 pub mod attr {
-    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Unpacked};
+    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
 }
 
 pub use descriptor::{Descriptor, DescriptorError};
@@ -83,8 +83,8 @@ pub mod __private {
     /// The FFI layer the generated handlers call: the C ABI mirror and the binder.
     pub mod ffi {
         pub use crate::ffi::{
-            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Unpacked, abi, handle,
-            run,
+            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, IntegerAttr, Unpacked,
+            abi, handle, run,
         };
     }
     #[cfg(feature = "mlir")]

@@ -3,8 +3,9 @@
 //! follows from the operands, and which operand a `&mut` external's new bytes alias. Both sides
 //! read these facts from here, so they cannot disagree.
 
-use crate::schema::{DimRule, FactorDims, OpSchema, ParamKind, ResultKind};
+use crate::schema::{AttrType, DimRule, FactorDims, OpSchema, ParamKind, ResultKind};
 use crate::types::ElementType;
+use customop_shape::{Env, EvalError, Expr, Facts};
 
 /// An op's schema and its `Plan`, built once (generated code keeps one in a `static`).
 #[derive(Debug)]
@@ -48,27 +49,67 @@ pub enum ParamSlot {
     Attribute(usize),
 }
 
-/// One dimension of an output, resolved to operands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputDim {
-    /// A constant size.
-    Const(i64),
-    /// Dimension `dim` of operand `operand`.
-    Of {
-        /// The operand.
-        operand: usize,
-        /// Its dimension.
-        dim: usize,
-    },
+/// A name in a shape rule, resolved: the parameter's name (for messages) and where it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamRef {
+    /// The parameter's name.
+    pub name: String,
+    /// Its operand (a tensor input) or attribute slot.
+    pub slot: ParamSlot,
 }
+
+impl core::fmt::Display for ParamRef {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// One dimension of an output: an expression over operand dimensions and attributes.
+pub type OutputDim = Expr<ParamRef>;
 
 /// The shape of an output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputShape {
     /// The shape of operand `n`.
     Of(usize),
-    /// One rule per dimension.
+    /// One expression per dimension.
     Dims(Vec<OutputDim>),
+}
+
+/// What a shape rule reads when it is evaluated: the operands' dimensions and the attributes'
+/// values (the lowering's from its operand types and attribute literals, the handler's from the
+/// call frame).
+pub trait ShapeEnv {
+    /// The dimensions of operand `operand`, if there is one.
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]>;
+    /// The value of the integer attribute in slot `slot`, named `name`.
+    fn attr_int(&self, slot: usize, name: &str) -> Option<i64>;
+    /// The length of the array attribute in slot `slot`, named `name`.
+    fn attr_len(&self, slot: usize, name: &str) -> Option<i64>;
+}
+
+struct Resolved<'e, E>(&'e E);
+
+impl<E: ShapeEnv> Env<ParamRef> for Resolved<'_, E> {
+    #[inline]
+    fn dim(&self, param: &ParamRef, dim: usize) -> Option<i64> {
+        match param.slot {
+            ParamSlot::Operand(o) => self.0.operand_dims(o)?.get(dim).copied(),
+            ParamSlot::Attribute(_) => None,
+        }
+    }
+    fn attr(&self, name: &ParamRef) -> Option<i64> {
+        match name.slot {
+            ParamSlot::Attribute(a) => self.0.attr_int(a, &name.name),
+            ParamSlot::Operand(_) => None,
+        }
+    }
+    fn len(&self, name: &ParamRef) -> Option<i64> {
+        match name.slot {
+            ParamSlot::Attribute(a) => self.0.attr_len(a, &name.name),
+            ParamSlot::Operand(_) => None,
+        }
+    }
 }
 
 /// One result of the custom call.
@@ -126,17 +167,14 @@ impl Plan {
                 }
             }
         }
+        let find = |name: &str| schema.params.iter().position(|p| p.name == name);
         let tensor_operand = |name: &str, what: &str| -> Result<usize, String> {
-            let i = schema
-                .params
-                .iter()
-                .position(|p| p.name == name)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: {what} names `{name}`, which is not a parameter",
-                        schema.name
-                    )
-                })?;
+            let i = find(name).ok_or_else(|| {
+                format!(
+                    "{}: {what} names `{name}`, which is not a parameter",
+                    schema.name
+                )
+            })?;
             match (&schema.params[i].kind, params[i]) {
                 (ParamKind::Tensor { .. }, ParamSlot::Operand(o)) => Ok(o),
                 _ => Err(format!(
@@ -144,6 +182,39 @@ impl Plan {
                     schema.name
                 )),
             }
+        };
+        // What each name of a shape expression is: the rules themselves live in customop-shape,
+        // which the macro checks with too.
+        let facts = |name: &String| match find(name).map(|i| &schema.params[i].kind) {
+            None => Facts::Unknown,
+            Some(ParamKind::Tensor { rank, .. }) => Facts::Tensor { rank: *rank },
+            Some(ParamKind::External { .. }) => Facts::Other("an external"),
+            Some(ParamKind::Attribute { ty }) => match ty {
+                AttrType::Scalar { dtype } => Facts::ScalarAttr {
+                    integer: Some(dtype.is_integer()),
+                },
+                AttrType::Bool => Facts::ScalarAttr {
+                    integer: Some(false),
+                },
+                AttrType::Array { .. } => Facts::ArrayAttr,
+                _ => Facts::Other("a string or descriptor attribute"),
+            },
+        };
+        let resolve = |rule: &DimRule, what: &str| -> Result<OutputDim, String> {
+            let expr = rule.to_expr().ok_or_else(|| {
+                format!(
+                    "{}: {what}: a whole shape (`shape = x`) must be the only rule",
+                    schema.name
+                )
+            })?;
+            if let Some(e) = expr.check(&facts).into_iter().next() {
+                return Err(format!("{}: {what}: {}", schema.name, e.message));
+            }
+            Ok(expr.map(&mut |n: &String| ParamRef {
+                name: n.clone(),
+                // `check` accepted every name, so each is a parameter.
+                slot: find(n).map_or(ParamSlot::Attribute(usize::MAX), |i| params[i]),
+            }))
         };
         let mut results = Vec::with_capacity(schema.results.len());
         let mut aliases = Vec::new();
@@ -158,17 +229,7 @@ impl Plan {
                         rules => OutputShape::Dims(
                             rules
                                 .iter()
-                                .map(|d| match d {
-                                    DimRule::Const { size } => Ok(OutputDim::Const(*size)),
-                                    DimRule::DimOf { param, dim } => Ok(OutputDim::Of {
-                                        operand: tensor_operand(param, &what)?,
-                                        dim: *dim,
-                                    }),
-                                    DimRule::ShapeOf { param } => Err(format!(
-                                        "{}: {what}: `{param}`'s whole shape must be the only rule",
-                                        schema.name
-                                    )),
-                                })
+                                .map(|d| resolve(d, &what))
                                 .collect::<Result<_, String>>()?,
                         ),
                     };
@@ -244,15 +305,23 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
                 Some(e) => e.dims.clone(),
                 None => continue,
             },
-            rules => rules
-                .iter()
-                .map(|d| match d {
-                    DimRule::DimOf { param, dim } => {
-                        factors_of(param).and_then(|e| e.dims.get(*dim).cloned().flatten())
-                    }
-                    _ => None,
-                })
-                .collect(),
+            rules => {
+                let mut dims = Vec::with_capacity(rules.len());
+                for d in rules {
+                    let factor_of = |param: &String, dim: usize| {
+                        factors_of(param).and_then(|e| e.dims.get(dim).cloned().flatten())
+                    };
+                    let expr = d.to_expr().unwrap_or(Expr::Lit(0));
+                    dims.push(expr.factor(&factor_of).map_err(|f| {
+                        format!(
+                            "{}: output `{}` computes a size from a dimension split by factor \
+                             `{f}`",
+                            schema.name, r.name
+                        )
+                    })?);
+                }
+                dims
+            }
         };
         outputs.push(FactorDims {
             name: r.name.clone(),
@@ -265,41 +334,47 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
 }
 
 impl OutputShape {
-    /// The shape, given each operand's dimensions; `Err` names the operand dimension that is
-    /// missing (index into `operand_dims`, dimension).
-    pub fn eval<'d>(
-        &self,
-        operand_dims: impl Fn(usize) -> &'d [i64],
-    ) -> Result<Vec<i64>, (usize, usize)> {
+    /// The shape, given the operands' dimensions and the attributes' values; `Err` gives the
+    /// dimension whose rule has no value, and why.
+    pub fn eval(&self, env: &impl ShapeEnv) -> Result<Vec<i64>, (usize, EvalError)> {
         match self {
-            OutputShape::Of(o) => Ok(operand_dims(*o).to_vec()),
+            OutputShape::Of(o) => env
+                .operand_dims(*o)
+                .map(<[i64]>::to_vec)
+                .ok_or((0, EvalError::Missing(format!("operand {o}")))),
             OutputShape::Dims(dims) => dims
                 .iter()
-                .map(|d| match *d {
-                    OutputDim::Const(c) => Ok(c),
-                    OutputDim::Of { operand, dim } => operand_dims(operand)
-                        .get(dim)
-                        .copied()
-                        .ok_or((operand, dim)),
-                })
+                .enumerate()
+                .map(|(i, d)| d.eval_size(&Resolved(env)).map_err(|e| (i, e)))
                 .collect(),
+        }
+    }
+
+    /// What went wrong with dimension `d`, for a message: its rule and the error.
+    pub fn explain(&self, d: usize, e: &EvalError) -> String {
+        let text = match self {
+            OutputShape::Dims(rules) => rules.get(d).map(ToString::to_string),
+            OutputShape::Of(_) => None,
+        }
+        .unwrap_or_default();
+        match e {
+            EvalError::NotASize(v) => format!("dimension {d}, `{text}`, is {v}, not a size"),
+            e => format!("dimension {d}, `{text}`: {e}"),
         }
     }
 
     /// Whether `dims` is the shape, without building it: the handler's check of an output
     /// buffer, on the hot path.
     #[inline]
-    pub fn matches<'d>(&self, dims: &[i64], operand_dims: impl Fn(usize) -> &'d [i64]) -> bool {
+    pub fn matches(&self, dims: &[i64], env: &impl ShapeEnv) -> bool {
         match self {
-            OutputShape::Of(o) => operand_dims(*o) == dims,
+            OutputShape::Of(o) => env.operand_dims(*o) == Some(dims),
             OutputShape::Dims(rules) => {
                 rules.len() == dims.len()
-                    && rules.iter().zip(dims).all(|(r, &d)| match *r {
-                        OutputDim::Const(c) => c == d,
-                        OutputDim::Of { operand, dim } => {
-                            operand_dims(operand).get(dim) == Some(&d)
-                        }
-                    })
+                    && rules
+                        .iter()
+                        .zip(dims)
+                        .all(|(r, &d)| r.eval_size(&Resolved(env)) == Ok(d))
             }
         }
     }
@@ -309,7 +384,8 @@ impl OutputShape {
 mod tests {
     use super::*;
     use crate::descriptor::Descriptor;
-    use crate::schema::{AttrType, ParamSchema, ResultSchema};
+    use crate::schema::{ParamSchema, ResultSchema};
+    use customop_shape::BinOp;
 
     #[derive(crate::Descriptor)]
     #[descriptor(name = "plan::State")]
@@ -414,8 +490,14 @@ mod tests {
                 ResultPlan::Tensor {
                     element: ElementType::I8,
                     shape: OutputShape::Dims(vec![
-                        OutputDim::Of { operand: 1, dim: 1 },
-                        OutputDim::Const(4)
+                        Expr::Dim {
+                            param: ParamRef {
+                                name: "x".into(),
+                                slot: ParamSlot::Operand(1)
+                            },
+                            dim: 1
+                        },
+                        Expr::Lit(4)
                     ]),
                 },
                 ResultPlan::Tensor {
@@ -436,14 +518,39 @@ mod tests {
                     vec![tensor("x", None)],
                     vec![out("y", vec![dim_of("q", 0)])],
                 ),
-                "t::op: the shape of output `y` names `q`, which is not a parameter",
+                "t::op: the shape of output `y`: `q` is not a parameter of this op",
+            ),
+            (
+                schema(
+                    vec![tensor("x", Some(2))],
+                    vec![out("y", vec![dim_of("x", 2)])],
+                ),
+                "t::op: the shape of output `y`: `x` has rank 2: it has no dimension 2",
+            ),
+            (
+                schema(
+                    vec![tensor("x", None), attr("flag")],
+                    vec![out(
+                        "y",
+                        vec![DimRule::from_expr(Expr::bin(
+                            BinOp::Add,
+                            Expr::Dim {
+                                param: "x".into(),
+                                dim: 0,
+                            },
+                            Expr::Attr("flag".into()),
+                        ))],
+                    )],
+                ),
+                "t::op: the shape of output `y`: attribute `flag` is not an integer: shape rules \
+                 take integer attributes",
             ),
             (
                 schema(
                     vec![external("s", false)],
                     vec![out("y", vec![dim_of("s", 0)])],
                 ),
-                "t::op: the shape of output `y` names `s`, which is not a tensor input",
+                "t::op: the shape of output `y`: `s` is an external, not a tensor input (`.dim(k)`)",
             ),
             (
                 schema(
@@ -465,24 +572,61 @@ mod tests {
         }
     }
 
+    struct Vals;
+    impl ShapeEnv for Vals {
+        fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+            [&[3i64, 5][..], &[7]].get(operand).copied()
+        }
+        fn attr_int(&self, slot: usize, name: &str) -> Option<i64> {
+            (slot == 0 && name == "k").then_some(2)
+        }
+        fn attr_len(&self, _: usize, _: &str) -> Option<i64> {
+            None
+        }
+    }
+
+    fn operand_dim(name: &str, operand: usize, dim: usize) -> OutputDim {
+        Expr::Dim {
+            param: ParamRef {
+                name: name.into(),
+                slot: ParamSlot::Operand(operand),
+            },
+            dim,
+        }
+    }
+
     #[test]
-    fn shapes_evaluate_and_match_from_operand_dims() {
-        let dims: [&[i64]; 2] = [&[3, 5], &[7]];
-        let of = |o: usize| dims[o];
+    fn shapes_evaluate_and_match_from_operand_dims_and_attributes() {
+        let k = Expr::Attr(ParamRef {
+            name: "k".into(),
+            slot: ParamSlot::Attribute(0),
+        });
         let rule = OutputShape::Dims(vec![
-            OutputDim::Of { operand: 0, dim: 1 },
-            OutputDim::Const(2),
-            OutputDim::Of { operand: 1, dim: 0 },
+            operand_dim("x", 0, 1),
+            Expr::Lit(2),
+            operand_dim("w", 1, 0),
+            // ceil_div(x.dim(1), k) * k
+            Expr::bin(
+                BinOp::Mul,
+                Expr::bin(BinOp::CeilDiv, operand_dim("x", 0, 1), k.clone()),
+                k.clone(),
+            ),
         ]);
-        assert_eq!(rule.eval(of), Ok(vec![5, 2, 7]));
-        assert!(rule.matches(&[5, 2, 7], of));
-        assert!(!rule.matches(&[5, 2], of));
-        assert!(!rule.matches(&[5, 2, 8], of));
-        assert_eq!(OutputShape::Of(0).eval(of), Ok(vec![3, 5]));
-        assert!(OutputShape::Of(0).matches(&[3, 5], of));
-        assert!(!OutputShape::Of(0).matches(&[5, 3], of));
-        let beyond = OutputShape::Dims(vec![OutputDim::Of { operand: 1, dim: 1 }]);
-        assert_eq!(beyond.eval(of), Err((1, 1)));
-        assert!(!beyond.matches(&[7], of));
+        assert_eq!(rule.eval(&Vals), Ok(vec![5, 2, 7, 6]));
+        assert!(rule.matches(&[5, 2, 7, 6], &Vals));
+        assert!(!rule.matches(&[5, 2, 7], &Vals));
+        assert!(!rule.matches(&[5, 2, 7, 5], &Vals));
+        assert_eq!(OutputShape::Of(0).eval(&Vals), Ok(vec![3, 5]));
+        assert!(OutputShape::Of(0).matches(&[3, 5], &Vals));
+        assert!(!OutputShape::Of(0).matches(&[5, 3], &Vals));
+        let beyond = OutputShape::Dims(vec![operand_dim("w", 1, 1)]);
+        assert_eq!(
+            beyond.eval(&Vals),
+            Err((0, EvalError::Missing("`w.dim(1)`".into())))
+        );
+        assert!(!beyond.matches(&[7], &Vals));
+        // A computed size of zero is refused, a copied zero is not.
+        let zero = OutputShape::Dims(vec![Expr::bin(BinOp::Sub, k.clone(), k)]);
+        assert_eq!(zero.eval(&Vals), Err((0, EvalError::NotASize(0))));
     }
 }

@@ -5,9 +5,11 @@
 use crate::descriptor::{EnumVariant, FieldLayout, Layout, TypeLayout};
 use crate::schema::{
     AttrType, DimRule, FactorDims, OpSchema, ParamKind, ParamSchema, PartitionRule, ResultKind,
-    ResultSchema,
+    ResultSchema, ShapeExpr,
 };
 use crate::types::ElementType;
+pub use customop_shape::BinOp;
+use customop_shape::Expr;
 
 /// An op's schema.
 pub fn op_schema(
@@ -75,17 +77,38 @@ pub fn opaque_result(descriptor: &Layout) -> ResultSchema {
     }
 }
 
-/// A constant dimension.
-pub fn dim_const(size: i64) -> DimRule {
-    DimRule::Const { size }
+/// One output dimension computed by `expr` (a literal or a copied dimension keeps its plain
+/// form in the schema).
+pub fn dim_rule(expr: ShapeExpr) -> DimRule {
+    DimRule::from_expr(expr)
 }
 
-/// Dimension `dim` of tensor input `param`.
-pub fn dim_of(param: &str, dim: usize) -> DimRule {
-    DimRule::DimOf {
+/// A literal of a shape expression.
+pub fn expr_lit(value: i64) -> ShapeExpr {
+    Expr::Lit(value)
+}
+
+/// `param.dim(dim)` in a shape expression.
+pub fn expr_dim(param: &str, dim: usize) -> ShapeExpr {
+    Expr::Dim {
         param: param.to_string(),
         dim,
     }
+}
+
+/// The integer attribute `name` in a shape expression.
+pub fn expr_attr(name: &str) -> ShapeExpr {
+    Expr::Attr(name.to_string())
+}
+
+/// `name.len()` of an array attribute in a shape expression.
+pub fn expr_len(name: &str) -> ShapeExpr {
+    Expr::Len(name.to_string())
+}
+
+/// `lhs op rhs` in a shape expression.
+pub fn expr_bin(op: BinOp, lhs: ShapeExpr, rhs: ShapeExpr) -> ShapeExpr {
+    Expr::bin(op, lhs, rhs)
 }
 
 /// The whole shape of tensor input `param`.

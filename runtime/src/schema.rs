@@ -197,6 +197,67 @@ pub enum DimRule {
         /// The parameter.
         param: String,
     },
+    /// A computed size: an expression over tensor dimensions, integer attributes, lengths of
+    /// array attributes and literals (`(x.dim(1) + 2 * pad - k) / stride + 1`). In JSON, the
+    /// expression as a tree (`{"op": "add", "lhs": ..., "rhs": ...}`, leaves `{"op": "lit",
+    /// "value": 2}`, `{"op": "dim", "param": "x", "dim": 1}`, `{"op": "attr", "name": "k"}`,
+    /// `{"op": "len", "name": "taps"}`) and as the text the user wrote.
+    Expr {
+        /// The expression.
+        #[serde(serialize_with = "ser_expr")]
+        expr: ShapeExpr,
+        /// The expression as text (for messages).
+        text: String,
+    },
+}
+
+/// A shape expression over parameter names.
+pub type ShapeExpr = customop_shape::Expr<String>;
+
+impl DimRule {
+    /// The rule for one dimension computed by `expr`: a literal and a copied dimension keep
+    /// their plain forms (`Const`, `DimOf`).
+    pub(crate) fn from_expr(expr: ShapeExpr) -> DimRule {
+        match expr {
+            customop_shape::Expr::Lit(size) => DimRule::Const { size },
+            customop_shape::Expr::Dim { param, dim } => DimRule::DimOf { param, dim },
+            expr => DimRule::Expr {
+                text: expr.to_string(),
+                expr,
+            },
+        }
+    }
+
+    /// The rule as an expression (`None` for `ShapeOf`, which is not one dimension).
+    pub fn to_expr(&self) -> Option<ShapeExpr> {
+        match self {
+            DimRule::Const { size } => Some(customop_shape::Expr::Lit(*size)),
+            DimRule::DimOf { param, dim } => Some(customop_shape::Expr::Dim {
+                param: param.clone(),
+                dim: *dim,
+            }),
+            DimRule::Expr { expr, .. } => Some(expr.clone()),
+            DimRule::ShapeOf { .. } => None,
+        }
+    }
+}
+
+/// A shape expression as a JSON tree (see [`DimRule::Expr`]).
+pub(crate) fn expr_json(e: &ShapeExpr) -> serde_json::Value {
+    use customop_shape::Expr;
+    match e {
+        Expr::Lit(v) => serde_json::json!({"op": "lit", "value": v}),
+        Expr::Dim { param, dim } => serde_json::json!({"op": "dim", "param": param, "dim": dim}),
+        Expr::Attr(n) => serde_json::json!({"op": "attr", "name": n}),
+        Expr::Len(n) => serde_json::json!({"op": "len", "name": n}),
+        Expr::Bin { op, lhs, rhs } => {
+            serde_json::json!({"op": op.name(), "lhs": expr_json(lhs), "rhs": expr_json(rhs)})
+        }
+    }
+}
+
+fn ser_expr<S: Serializer>(e: &ShapeExpr, s: S) -> Result<S::Ok, S::Error> {
+    expr_json(e).serialize(s)
 }
 
 fn ser_dtype<S: Serializer>(t: &ElementType, s: S) -> Result<S::Ok, S::Error> {

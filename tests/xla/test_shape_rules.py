@@ -16,7 +16,7 @@ import unittest
 import numpy as np
 
 from customop.eager import Handlers, KernelError
-from customop.manifest import ConstDim, DimOf, ShapeOf, TensorResult
+from customop.manifest import ConstDim, DimOf, ExprDim, ShapeOf, TensorResult
 from customop.schema import SchemaError, result_specs
 from customop.xla import Library
 
@@ -68,6 +68,14 @@ CASES = [
     (KERNELS, "example::counter_step", {"x": (2,)}, {}),
     (KERNELS, "example::histogram", {"x": (3, 4)}, {}),
     (C_KERNEL, "c_kernel::scale_rows", {"x": (3, 5)}, {}),
+    # Shapes computed from dimensions and attributes.
+    (KERNELS, "example::avg_pool", {"x": (2, 7)}, {"k": 3, "stride": 2, "pad": 1}),
+    (KERNELS, "example::avg_pool", {"x": (1, 5)}, {"k": 5, "stride": 1, "pad": 0}),
+    (KERNELS, "example::avg_pool", {"x": (3, 10)}, {"k": 2, "stride": 3, "pad": 2}),
+    (KERNELS, "example::concat_rows", {"a": (2, 3), "b": (4, 3)}, {}),
+    (KERNELS, "example::concat_rows", {"a": (0, 2), "b": (1, 2)}, {}),
+    (KERNELS, "example::top_k", {"x": (6,)}, {"k": 4}),
+    (KERNELS, "example::top_k", {"x": (3,)}, {"k": 3}),
 ]
 
 
@@ -103,7 +111,7 @@ class ShapeRules(unittest.TestCase):
         sch = lib.op(name).schema
         args = operands(lib, sch, shapes)
         attrs = attributes(lib, sch, attrs)
-        specs = result_specs(sch, {p.name: a.shape for p, a in zip(sch.operands, args)})
+        specs = result_specs(sch, {p.name: a.shape for p, a in zip(sch.operands, args)}, attrs)
         # The shapes Python computed are the ones the handler accepts.
         results = [empty(s.shape, s.dtype) for s in specs]
         run.call_numpy(name, args, results, attrs)
@@ -136,9 +144,13 @@ class ShapeRules(unittest.TestCase):
             ("example::masked_split", (2, 3)): [(2, 3), (2, 3)],
             ("example::make_stats", (2, 3)): [(32,)],
             ("example::counter_step", (2,)): [(2,), (40,)],
+            ("example::avg_pool", (2, 7)): [(2, 4)],      # (7 + 2 * 1 - 3) / 2 + 1
+            ("example::avg_pool", (3, 10)): [(3, 5)],     # (10 + 2 * 2 - 2) / 3 + 1
+            ("example::concat_rows", (2, 3)): [(6, 3)],
+            ("example::top_k", (6,)): [(4,), (4,)],
         }
         for lib, name, shapes, attrs in CASES:
-            key = (name, shapes["x"])
+            key = (name, shapes.get("x", shapes.get("a")))
             if key in cases:
                 got = [s.shape for s in self.run_case(lib, name, shapes, attrs)]
                 self.assertEqual(got, cases.pop(key))
@@ -161,7 +173,7 @@ class ShapeRules(unittest.TestCase):
                 else:
                     covered.add(r.kind)
         self.assertTrue(kinds <= covered, "rule kinds without a case: %s" % (kinds - covered))
-        self.assertTrue({ShapeOf.__name__, DimOf.__name__, "opaque",
+        self.assertTrue({ShapeOf.__name__, DimOf.__name__, ExprDim.__name__, "opaque",
                          "updated_external"} <= covered)
 
     def test_const_dims_and_bad_rules(self):
@@ -175,7 +187,41 @@ class ShapeRules(unittest.TestCase):
         bad = replace(sch, results=(replace(r, shape=(DimOf("x", 2),)),))
         with self.assertRaises(SchemaError) as cm:
             result_specs(bad, {"table": (4120,), "x": (3, 5)})
-        self.assertIn("takes dimension 2 of `x`, which has shape [3, 5]", str(cm.exception))
+        self.assertIn("example::table_dot: output `y`: dimension 0, `x.dim(2)`: `x.dim(2)` has no "
+                      "value; the operands' shapes are table [4120], x [3, 5]", str(cm.exception))
+
+    def test_expressions_without_a_size_name_the_op_output_and_values(self):
+        sch = KERNELS.op("example::avg_pool").schema
+        rule = "output `y`: dimension 1, `(x.dim(1) + 2 * pad - k) / stride + 1`"
+        for attrs, why in [
+            ({"k": 10, "stride": 1, "pad": 0}, "it is -2, not a size"),
+            ({"k": 3, "stride": 0, "pad": 0}, "`4 / 0` divides by zero"),
+            ({"k": -2**63, "stride": 1, "pad": 1},
+             "`9 - -9223372036854775808` overflows a 64-bit integer"),
+        ]:
+            with self.assertRaises(SchemaError) as cm:
+                result_specs(sch, {"x": (2, 7)}, attrs)
+            self.assertIn("example::avg_pool: %s: %s; the operands' shapes are x [2, 7]"
+                          % (rule, why), str(cm.exception))
+        with self.assertRaises(SchemaError) as cm:
+            result_specs(KERNELS.op("example::top_k").schema, {"x": (6,)}, {"k": 0})
+        self.assertIn("output `values`: dimension 0, `k`: it is 0, not a size", str(cm.exception))
+
+    def test_integer_semantics_are_rusts(self):
+        # The same table as customop-shape's `integer_semantics` test (Rust's i64 arithmetic:
+        # truncating division, remainder with the dividend's sign, ceil_div, checked).
+        from customop.shape import ShapeExprError, apply
+
+        cases = [("div", 7, 2, 3), ("div", -7, 2, -3), ("rem", -7, 2, -1),
+                 ("ceil_div", 7, 2, 4), ("ceil_div", 8, 2, 4), ("ceil_div", -7, 2, -3),
+                 ("ceil_div", 7, -2, -3), ("ceil_div", -7, -2, 4), ("min", 3, -2, -2),
+                 ("max", 3, -2, 3)]
+        for op, a, b, want in cases:
+            self.assertEqual(apply(op, a, b), want, (op, a, b))
+        for op, a, b in [("div", 1, 0), ("rem", 1, 0), ("ceil_div", 1, 0), ("add", 2**63 - 1, 1),
+                         ("mul", 2**63 - 1, 2), ("div", -2**63, -1)]:
+            with self.assertRaises(ShapeExprError, msg=(op, a, b)):
+                apply(op, a, b)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 //! The rules of a custom op, all checked (and every error collected) before expansion.
 
-use super::model::{DimRule, Kind, Op, Ret, ShapeRule};
+use super::model::{AttrKind, Kind, Op, Ret, ShapeRule};
 use super::parse::ItemFn;
 use crate::ctxt::Ctxt;
+use customop_shape::Facts;
 
 pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
     let sig = &item.sig;
@@ -124,21 +125,10 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                         );
                     }
                     for d in dims {
-                        match d {
-                            DimRule::Const(c) if *c < 0 => cx.syn_error(syn::Error::new(
-                                *out_span,
-                                "dimension sizes cannot be negative",
-                            )),
-                            DimRule::Const(_) => {}
-                            DimRule::Of(src, dim, span) => {
-                                if let Some(Some(r)) = check_source(cx, op, src, &names)
-                                    && *dim >= r
-                                {
-                                    cx.syn_error(syn::Error::new(
-                                        *span,
-                                        format!("`{src}` has rank {r}: it has no dimension {dim}"),
-                                    ));
-                                }
+                        for e in d.expr.check(&|n| facts(op, n)) {
+                            match e.at {
+                                Some(name) => cx.error_spanned_by(name, e.message),
+                                None => cx.syn_error(syn::Error::new(d.span, e.message)),
                             }
                         }
                     }
@@ -283,7 +273,34 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
         else {
             continue;
         };
-        let got = op.output_factors(shape).unwrap_or_default();
+        let mut got = Vec::new();
+        for (d, factor) in op
+            .output_factors(shape)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            match factor {
+                Ok(f) => got.push(f),
+                Err(f) => {
+                    got.push(Some(f));
+                    let span = match shape {
+                        ShapeRule::Dims(dims) => dims.get(d).map_or(*out_span, |r| r.span),
+                        _ => *out_span,
+                    };
+                    cx.syn_error(syn::Error::new(
+                        span,
+                        format!(
+                            "dimension {d} of output `{}` is computed from a dimension that \
+                             factor `{f}` splits: each device would compute it from its shard. \
+                             Write `_` for that dimension in `partition`, or copy it \
+                             (`x.dim(k)`)",
+                            p.ident
+                        ),
+                    ));
+                }
+            }
+        }
         for f in &factors {
             let n = got.iter().filter(|g| **g == Some(*f)).count();
             if n == 0 {
@@ -317,6 +334,22 @@ fn valid_name(name: &str) -> bool {
         })
 }
 
+/// What the parameter a shape expression names is, for customop-shape's checks. Whether a
+/// by-value attribute is an integer is left to the type system (the expansion bounds it by
+/// `IntegerAttr`), so that aliases work.
+fn facts(op: &Op<'_>, name: &syn::Ident) -> Facts {
+    match op.params.iter().find(|p| p.ident == *name).map(|p| &p.kind) {
+        None => Facts::Unknown,
+        Some(Kind::Tensor { rank, .. }) => Facts::Tensor { rank: *rank },
+        Some(Kind::Attr(AttrKind::Value(_))) => Facts::ScalarAttr { integer: None },
+        Some(Kind::Attr(AttrKind::Slice(..))) => Facts::ArrayAttr,
+        Some(Kind::Attr(AttrKind::Ref(_))) => Facts::Other("a string or descriptor attribute"),
+        Some(Kind::External { .. }) => Facts::Other("an external"),
+        Some(Kind::Output { .. }) => Facts::Other("an output"),
+        Some(Kind::Invalid(..)) => Facts::Other("a parameter customop cannot take"),
+    }
+}
+
 /// Checks that a shape rule's source is a tensor input; returns its declared rank (`Some(None)`
 /// when not fixed), or `None` after reporting an error.
 fn check_source(
@@ -326,10 +359,7 @@ fn check_source(
     names: &[String],
 ) -> Option<Option<usize>> {
     let Some(i) = names.iter().position(|n| src == n) else {
-        cx.error_spanned_by(
-            src,
-            format!("shape rule names `{src}`, which is not a parameter of this op"),
-        );
+        cx.error_spanned_by(src, format!("`{src}` is not a parameter of this op"));
         return None;
     };
     match &op.params[i].kind {
@@ -337,7 +367,7 @@ fn check_source(
         _ => {
             cx.error_spanned_by(
                 src,
-                format!("shape rule names `{src}`, which is not a tensor input (`TensorRef`)"),
+                format!("`{src}` is not a tensor input (`TensorRef`): `shape = {src}` takes the shape of one"),
             );
             None
         }

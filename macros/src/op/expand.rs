@@ -5,8 +5,9 @@
 //! rule's indices) is not computed here: the runtime derives it once from the schema
 //! (`plan.rs`), for the lowering (`lower::call_op`) and the handler (`ffi::run`) alike.
 
-use super::model::{AttrKind, DimRule, Intent, Kind, Op, Param, Ret, ShapeRule};
+use super::model::{AttrKind, Intent, Kind, Op, Param, Ret, ShapeRule};
 use crate::tokens::respan;
+use customop_shape::Expr;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -160,10 +161,54 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     if let Ret::Opaque(t) = &op.ret {
         out.push(bound(t, quote!(#p::descriptor::Descriptor)));
     }
+    // An attribute a shape rule reads as a value must be an integer.
+    for prm in &op.params {
+        let Kind::Output {
+            shape: Some(ShapeRule::Dims(dims)),
+            ..
+        } = &prm.kind
+        else {
+            continue;
+        };
+        for d in dims {
+            d.expr.visit(&mut |leaf| {
+                let Expr::Attr(name) = leaf else { return };
+                if let Some(Kind::Attr(AttrKind::Value(t))) =
+                    op.params.iter().find(|q| q.ident == *name).map(|q| &q.kind)
+                {
+                    out.push(bound(t, quote!(#p::ffi::IntegerAttr)));
+                }
+            });
+        }
+    }
     // One bound per type and trait (`x: TensorRef<'_, f32>, y: TensorMut<'_, f32>` need one).
     let mut seen = std::collections::HashSet::new();
     out.retain(|b| seen.insert(b.to_string()));
     quote!(where #(#out),*)
+}
+
+/// The runtime's constructors building a shape expression.
+fn shape_expr(p: &TokenStream, e: &Expr<syn::Ident>) -> TokenStream {
+    match e {
+        Expr::Lit(v) => quote!(#p::expr_lit(#v)),
+        Expr::Dim { param, dim } => {
+            let param = param.to_string();
+            quote!(#p::expr_dim(#param, #dim))
+        }
+        Expr::Attr(n) => {
+            let n = n.to_string();
+            quote!(#p::expr_attr(#n))
+        }
+        Expr::Len(n) => {
+            let n = n.to_string();
+            quote!(#p::expr_len(#n))
+        }
+        Expr::Bin { op, lhs, rhs } => {
+            let op = syn::Ident::new(&format!("{op:?}"), proc_macro2::Span::call_site());
+            let (l, r) = (shape_expr(p, lhs), shape_expr(p, rhs));
+            quote!(#p::expr_bin(#p::BinOp::#op, #l, #r))
+        }
+    }
 }
 
 fn option_usize(v: &Option<usize>) -> TokenStream {
@@ -222,12 +267,9 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                 }
                 Some(ShapeRule::Dims(ds)) => ds
                     .iter()
-                    .map(|d| match d {
-                        DimRule::Const(c) => quote!(#p::dim_const(#c)),
-                        DimRule::Of(src, dim, _) => {
-                            let src = src.to_string();
-                            quote!(#p::dim_of(#src, #dim))
-                        }
+                    .map(|d| {
+                        let e = shape_expr(p, &d.expr);
+                        quote!(#p::dim_rule(#e))
                     })
                     .collect(),
                 None | Some(ShapeRule::Unread) => Vec::new(),

@@ -50,7 +50,9 @@ pub mod custom_op_external {
                         "y",
                         <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                         ::core::convert::From::from([
-                            ::customop::__private::dim_of("x", 0usize),
+                            ::customop::__private::dim_rule(
+                                ::customop::__private::expr_dim("x", 0usize),
+                            ),
                         ]),
                     ),
                 ]),

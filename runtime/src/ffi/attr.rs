@@ -187,6 +187,21 @@ impl<'f> AttrRef<'f> for str {
     }
 }
 
+/// An attribute type a shape rule can read as a size: the integer types. (`#[custom_op]`
+/// bounds every by-value attribute that a shape rule names by it.)
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an integer attribute, and a shape rule reads this attribute",
+    label = "not an integer type",
+    note = "shape rules take integer attributes (i8..i64, u8..u64) and the lengths of array \
+            attributes (`taps.len()`)"
+)]
+pub trait IntegerAttr {}
+
+macro_rules! integer_attr {
+    ($($t:ty),*) => {$(impl IntegerAttr for $t {})*};
+}
+integer_attr!(i8, i16, i32, i64, u8, u16, u32, u64);
+
 /// A descriptor the handler unpacked, for a kernel's `&T` attribute.
 #[derive(Debug)]
 pub struct Unpacked<T>(T);
@@ -215,6 +230,52 @@ impl<'f, T: Descriptor> AttrRef<'f> for T {
 
 /// Reading attributes from the frame: each accessor checks the attribute's kind and type.
 impl<'f> CallCx<'f> {
+    /// The integer scalar attribute `name` (of any integer type) as an `i64`, for shape rules;
+    /// `None` when it is absent, not an integer, or a `u64` beyond `i64`.
+    pub(crate) fn attr_int(&self, name: &str) -> Option<i64> {
+        let (ty, ptr) = self.attr(name).ok()?;
+        if ty != XLA_FFI_ATTR_TYPE_SCALAR {
+            return None;
+        }
+        // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar valid for the call.
+        let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
+        let element = u32::try_from(s.dtype)
+            .ok()
+            .and_then(ElementType::from_xla_code)?;
+        if s.value.is_null() {
+            return None;
+        }
+        macro_rules! read {
+            ($t:ty) => {
+                // SAFETY: the scalar's value is one `$t` (its checked dtype), valid for the
+                // call; read unaligned, and every bit pattern of an integer is a value.
+                i64::try_from(unsafe { core::ptr::read_unaligned(s.value as *const $t) }).ok()
+            };
+        }
+        match element {
+            ElementType::I8 => read!(i8),
+            ElementType::I16 => read!(i16),
+            ElementType::I32 => read!(i32),
+            ElementType::I64 => read!(i64),
+            ElementType::U8 => read!(u8),
+            ElementType::U16 => read!(u16),
+            ElementType::U32 => read!(u32),
+            ElementType::U64 => read!(u64),
+            _ => None,
+        }
+    }
+
+    /// The number of elements of the array attribute `name`, for shape rules.
+    pub(crate) fn attr_len(&self, name: &str) -> Option<i64> {
+        let (ty, ptr) = self.attr(name).ok()?;
+        if ty != XLA_FFI_ATTR_TYPE_ARRAY {
+            return None;
+        }
+        // SAFETY: an ARRAY attribute points at an XLA_FFI_Array valid for the call.
+        let a = unsafe { &*(ptr as *const XLA_FFI_Array) };
+        i64::try_from(a.size).ok()
+    }
+
     fn attr(&self, name: &str) -> Result<(i32, *mut c_void), OpError> {
         let a = &self.frame.attrs;
         if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {

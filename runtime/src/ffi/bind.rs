@@ -7,7 +7,7 @@ use super::frame::op_err;
 use super::{AttrRef, AttrValue, CallCx, handle};
 use crate::descriptor::{Descriptor, ReprC};
 use crate::error::{OpError, Refusal};
-use crate::plan::{OpDef, ParamSlot, Plan, ResultPlan};
+use crate::plan::{OpDef, ParamSlot, Plan, ResultPlan, ShapeEnv};
 use crate::schema::{OpSchema, ParamKind};
 use crate::tensor::{Opaque, TensorMut, TensorRef};
 use crate::types::Element;
@@ -183,26 +183,17 @@ impl<'c, 'f> Binder<'c, 'f> {
         let ResultPlan::Tensor { shape, .. } = r else {
             return Err(self.mismatch(name, "an output"));
         };
-        let dims = |o: usize| self.cx.arg_dims(o);
+        let env = FrameEnv(self.cx);
         self.cx.output_view(
             i,
             name,
-            |got| shape.matches(got, dims),
+            |got| shape.matches(got, &env),
             || {
-                shape.eval(dims).map_err(|(o, d)| {
-                    let param = self
-                        .plan
-                        .operand_params
-                        .get(o)
-                        .and_then(|&p| self.schema.params.get(p))
-                        .map_or("?", |p| p.name.as_str());
+                shape.eval(&env).map_err(|(d, e)| {
                     op_err(
                         &self.schema.name,
-                        Refusal::WrongRank,
-                        format!(
-                            "output `{name}` takes dimension {d} of `{param}`, which XLA passed \
-                             with fewer dimensions"
-                        ),
+                        Refusal::WrongShape,
+                        format!("output `{name}`: {}", shape.explain(d, &e)),
                     )
                 })
             },
@@ -223,6 +214,22 @@ impl<'c, 'f> Binder<'c, 'f> {
             return Err(self.mismatch(name, "an updated external"));
         }
         self.cx.write_descriptor(i, name, value)
+    }
+}
+
+/// A shape rule's values in a call: the operands' dimensions and the attributes XLA passed.
+struct FrameEnv<'c, 'f>(&'c CallCx<'f>);
+
+impl ShapeEnv for FrameEnv<'_, '_> {
+    #[inline]
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+        self.0.arg_dims(operand)
+    }
+    fn attr_int(&self, _: usize, name: &str) -> Option<i64> {
+        self.0.attr_int(name)
+    }
+    fn attr_len(&self, _: usize, name: &str) -> Option<i64> {
+        self.0.attr_len(name)
     }
 }
 

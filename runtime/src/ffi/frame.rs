@@ -250,11 +250,11 @@ impl<'f> CallCx<'f> {
         Ok(())
     }
 
-    /// Dimensions of argument `i` (empty when there is no such buffer: the shape checks then
+    /// Dimensions of argument `i` (`None` when there is no such buffer: the shape checks then
     /// fail, and binding the argument itself reports why).
     #[inline]
-    pub(super) fn arg_dims(&self, i: usize) -> &'f [i64] {
-        self.raw(true, i).map_or(&[], |r| r.dims)
+    pub(super) fn arg_dims(&self, i: usize) -> Option<&'f [i64]> {
+        self.raw(true, i).ok().map(|r| r.dims)
     }
 
     /// Result `i` as a writable view, after `fits` accepted XLA's dimensions; `expected`

@@ -13,7 +13,7 @@ pub(crate) mod eager;
 mod entry;
 mod frame;
 
-pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, Unpacked};
+pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
 pub use bind::{Binder, run};
 pub use entry::handle;
 pub use frame::{CallCx, NotBool};

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::descriptor::Descriptor;
 use crate::ffi::AttrLit;
-use crate::plan::{OpDef, ResultPlan};
-use crate::schema::ParamKind;
+use crate::plan::{OpDef, Plan, ResultPlan, ShapeEnv};
+use crate::schema::{OpSchema, ParamKind};
 use crate::types::{ElementType, TensorType};
 
 /// Emits op `def` as a `stablehlo.custom_call` in `f` and returns its results in the schema's
@@ -65,22 +65,21 @@ pub fn call_op(
             attrs.len()
         )));
     }
-    let config: Vec<(String, Attr)> = attr_names
-        .into_iter()
-        .map(str::to_string)
-        .zip(attrs.into_iter().map(Attr::from))
-        .collect();
+    let env = LowerEnv {
+        operands,
+        attrs: &attrs,
+    };
     let mut results = Vec::with_capacity(plan.results.len());
     for (r, rs) in plan.results.iter().zip(&schema.results) {
         results.push(match r {
             ResultPlan::Tensor { element, shape } => {
-                let shape = shape.eval(|o| operands[o].shape()).map_err(|(o, d)| {
-                    let param = &schema.params[plan.operand_params[o]].name;
+                let shape = shape.eval(&env).map_err(|(d, e)| {
                     BuildError::new(format!(
-                        "{op}: the shape of output `{}` takes dimension {d} of `{param}`, but \
-                         `{param}` is {}",
+                        "{op}: output `{}`: {}; the operands are {}{}",
                         rs.name,
-                        operands[o].ty()
+                        shape.explain(d, &e),
+                        describe_operands(schema, plan, operands),
+                        describe_attrs(&attr_names, &attrs),
                     ))
                 })?;
                 TensorType::new(*element, shape)
@@ -99,6 +98,11 @@ pub fn call_op(
             ResultPlan::Updated { operand } => operands[*operand].ty().clone(),
         });
     }
+    let config: Vec<(String, Attr)> = attr_names
+        .into_iter()
+        .map(str::to_string)
+        .zip(attrs.into_iter().map(Attr::from))
+        .collect();
     for &(_, o) in &plan.aliases {
         f.mark_external_mutable(operands[o]);
     }
@@ -137,6 +141,61 @@ fn check_operand(
         )));
     }
     Ok(())
+}
+
+/// A shape rule's values while lowering: the operands' types and the attributes' literals.
+struct LowerEnv<'a> {
+    operands: &'a [&'a Value],
+    attrs: &'a [AttrLit],
+}
+
+impl ShapeEnv for LowerEnv<'_> {
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+        self.operands.get(operand).map(|v| v.shape())
+    }
+    fn attr_int(&self, slot: usize, _: &str) -> Option<i64> {
+        match self.attrs.get(slot)? {
+            AttrLit::Int(v, _) => i64::try_from(*v).ok(),
+            _ => None,
+        }
+    }
+    fn attr_len(&self, slot: usize, _: &str) -> Option<i64> {
+        match self.attrs.get(slot)? {
+            AttrLit::IntArray(_, v) => i64::try_from(v.len()).ok(),
+            AttrLit::FloatArray(_, v) => i64::try_from(v.len()).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// `x: tensor<4x10xf32>, w: tensor<3xf32>`: the tensor operands, for a shape error.
+fn describe_operands(schema: &OpSchema, plan: &Plan, operands: &[&Value]) -> String {
+    plan.operand_params
+        .iter()
+        .zip(operands)
+        .filter(|(p, _)| matches!(schema.params[**p].kind, ParamKind::Tensor { .. }))
+        .map(|(p, v)| format!("{}: {}", schema.params[*p].name, v.ty()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `; the integer attributes k = 3, stride = 2`, for a shape error (empty without any).
+fn describe_attrs(names: &[&str], attrs: &[AttrLit]) -> String {
+    let ints: Vec<String> = names
+        .iter()
+        .zip(attrs)
+        .filter_map(|(n, a)| match a {
+            AttrLit::Int(v, _) => Some(format!("{n} = {v}")),
+            AttrLit::IntArray(_, v) => Some(format!("{n}.len() = {}", v.len())),
+            AttrLit::FloatArray(_, v) => Some(format!("{n}.len() = {}", v.len())),
+            _ => None,
+        })
+        .collect();
+    if ints.is_empty() {
+        String::new()
+    } else {
+        format!("; the attributes {}", ints.join(", "))
+    }
 }
 
 /// The results of [`call_op`], taken in order by a generated `call`: a

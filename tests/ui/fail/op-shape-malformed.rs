@@ -1,4 +1,5 @@
-// A shape rule is a list of dimensions and constants.
+// A shape rule is a list of dimension expressions: `<<`, other methods and other functions
+// are not part of them.
 use customop::prelude::*;
 
 #[derive(Descriptor)]
@@ -8,7 +9,25 @@ pub struct Cfg {
 }
 
 #[custom_op(name = "ui::a")]
-pub fn op(x: TensorRef<'_, f32>, #[out(shape = [x.dim(0) + 1])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+pub fn op(x: TensorRef<'_, f32>, #[out(shape = [x.dim(0) << 1])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+#[custom_op(name = "ui::b")]
+pub fn b(x: TensorRef<'_, f32>, #[out(shape = [x.shape()])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+#[custom_op(name = "ui::c")]
+pub fn c(x: TensorRef<'_, f32>, #[out(shape = [min(x.dim(0), 2, 3)])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+
+#[custom_op(name = "ui::d")]
+pub fn d(x: TensorRef<'_, f32>, #[out(shape = [x.dim(n)])] y: TensorMut<'_, f32>) -> Result<(), OpError> {
     let _ = (x, y);
     Ok(())
 }
