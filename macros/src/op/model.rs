@@ -497,6 +497,16 @@ fn dim_expr(e: &syn::Expr) -> Result<Expr<syn::Ident>, (Span, String)> {
                 _ => Err(bad(m.method.span())),
             }
         }
+        syn::Expr::Field(f) => Err((
+            f.span(),
+            format!(
+                "a shape rule cannot read a field (`{}`): descriptors are opaque to shape rules; \
+                 pass the size as an integer attribute",
+                quote::ToTokens::to_token_stream(f)
+                    .to_string()
+                    .replace(' ', "")
+            ),
+        )),
         syn::Expr::Call(c) => {
             let f = ident(&c.func).map(|f| f.to_string());
             let op = match f.as_deref() {

@@ -1,7 +1,7 @@
 // Shape expressions are checked when the op is declared, each mistake once, at the name it is
 // about: attributes that are not integers (also behind an alias), `.len()` of a scalar, an
 // external's dimension, a literal division by zero, an unknown name, and a partition factor on
-// a dimension that an expression computes.
+// a dimension that an expression computes, a descriptor's field.
 use customop::prelude::*;
 
 #[derive(Descriptor)]
@@ -41,6 +41,16 @@ pub fn c(
     #[out(shape = [x.dim(0) / k])] y: TensorMut<'_, f32, 1>,
 ) -> Result<(), OpError> {
     let _ = (x, k, y);
+    Ok(())
+}
+
+#[custom_op(name = "ui::e")]
+pub fn e(
+    x: TensorRef<'_, f32, 2>,
+    #[attr] cfg: &Cfg,
+    #[out(shape = [cfg.scale])] y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    let _ = (x, cfg, y);
     Ok(())
 }
 
