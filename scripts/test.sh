@@ -65,6 +65,8 @@ py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusa
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export" tests/xla/test_computed_shapes.py
+py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal" tests/xla/test_generic_ops.py
+py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export" tests/xla/test_dtypes.py
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

@@ -121,6 +121,25 @@ mod snapshots {
     }
 
     #[test]
+    fn generic_op() {
+        check(
+            "generic_op",
+            crate::op::custom_op(
+                quote!(name = "nn::rms_norm", dtypes(T = [f32, bf16])),
+                quote! {
+                    pub fn rms_norm<T: Real>(
+                        x: TensorRef<'_, T, 2>,
+                        #[attr] eps: f32,
+                        #[out(shape = x)] mut y: TensorMut<'_, T>,
+                    ) -> Result<(), OpError> {
+                        kernel(x, eps, y)
+                    }
+                },
+            ),
+        );
+    }
+
+    #[test]
     fn descriptor_struct_and_enum() {
         let s: syn::DeriveInput = syn::parse_quote! {
             #[descriptor(name = "my_lib::Cfg")]

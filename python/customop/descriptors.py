@@ -5,7 +5,8 @@ that `Descriptor::layout().to_json()` and the manifest export), it packs Python 
 the exact bytes Rust's `Descriptor::pack` writes, and unpacks and validates them as
 `Descriptor::unpack` does.
 
-Values: bool -> bool, integers -> int, floats -> float, arrays and Vec -> list, nested
+Values: bool -> bool, integers -> int, floats (f16, bf16, f32, f64) -> float, rounded to the
+field's type to nearest, ties to even (a finite value beyond its range is a `PackError`), arrays and Vec -> list, nested
 descriptors -> dict, enums -> the variant's name (str), String -> str. A `[u8; N]` or `[i8; N]`
 array (C's `char[N]`) also takes `bytes`, `bytearray` or `str` (its UTF-8 bytes) of exactly N
 bytes.
@@ -13,6 +14,7 @@ bytes.
 
 from __future__ import annotations
 
+import math
 import numbers
 import struct
 from typing import Any
@@ -29,8 +31,37 @@ _PRIMS = {
     "bool": ("B", 1),
     "i8": ("b", 1), "i16": ("h", 2), "i32": ("i", 4), "i64": ("q", 8),
     "u8": ("B", 1), "u16": ("H", 2), "u32": ("I", 4), "u64": ("Q", 8),
-    "f32": ("f", 4), "f64": ("d", 8),
+    "f16": ("e", 2), "bf16": ("H", 2), "f32": ("f", 4), "f64": ("d", 8),
 }
+
+
+def bf16_bits(x: float) -> int:
+    """The bits of bfloat16 nearest to `x` (ties to even; NaN -> 0x7FC0 with `x`'s sign). An
+    OverflowError when finite `x` rounds beyond the largest bfloat16, as `struct` raises for
+    f16 and f32."""
+    sign = 0x8000 if math.copysign(1.0, x) < 0 else 0
+    if math.isnan(x):
+        return sign | 0x7FC0
+    a = abs(x)
+    if a == math.inf:
+        return sign | 0x7F80
+    if a == 0.0:
+        return sign
+    _, e = math.frexp(a)                   # 2**(e-1) <= a < 2**e
+    p = e - 1
+    ulp = max(p, -126) - 7                 # bfloat16 has 7 fraction bits, min exponent -126
+    n = round(math.ldexp(a, -ulp))         # exact scaling; round() ties to even
+    # Normal numbers: n in [128, 256] (256 carries into the next binade, which the
+    # contiguous encoding gets right); subnormals: n in [0, 128].
+    code = ((p + 127) << 7) + n - 128 if p >= -126 else n
+    if code >= 0x7F80:
+        raise OverflowError("%r is beyond the largest bfloat16" % x)
+    return sign | code
+
+
+def bf16_value(bits: int) -> float:
+    """The value of bfloat16 `bits` (exact)."""
+    return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
 
 
 def as_layout(layout: Layout | dict[str, Any]) -> Layout:
@@ -208,6 +239,8 @@ def _write(t: FieldType, value: Any, buf: bytearray, at: int, root: str, path: s
         else:
             value = float(value)
         try:
+            if k == "bf16":
+                value = bf16_bits(value)
             struct.pack_into("<" + _PRIMS[k][0], buf, at, value)
         except (struct.error, OverflowError) as e:
             raise PackError("%s: %r does not fit %s (%s)"
@@ -289,7 +322,8 @@ def _read(t: FieldType, data: bytes, at: int, path: str) -> Any:
             raise DescriptorError("%s: invalid bool byte 0x%02x" % (path, b))
         return b == 1
     if isinstance(t, PrimType):
-        return struct.unpack_from("<" + _PRIMS[t.kind][0], data, at)[0]
+        v = struct.unpack_from("<" + _PRIMS[t.kind][0], data, at)[0]
+        return bf16_value(v) if t.kind == "bf16" else v
     if isinstance(t, EnumType):
         v = struct.unpack_from("<" + _PRIMS[t.repr][0], data, at)[0]
         for var in t.variants:

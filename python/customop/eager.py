@@ -60,7 +60,11 @@ _FLOATS = {4: ctypes.c_float, 8: ctypes.c_double}
 
 
 def ctype_of(t: ElementType) -> Any:
-    """The C type of one element of `t`, from its kind and byte size (bool: one byte, 0 or 1)."""
+    """The C type of one element of `t`, from its kind and byte size (bool: one byte, 0 or 1);
+    a TypeError for the types XLA's FFI passes no attribute of (f16, bf16, fp8, complex)."""
+    if t.kind == "complex" or (t.kind == "float" and t.byte_size not in _FLOATS):
+        raise TypeError("XLA FFI attributes cannot be %s (scalars and arrays are bool, integers, "
+                        "f32 or f64)" % t.name)
     if t.kind == "float":
         return _FLOATS[t.byte_size]
     signed, unsigned = _INTS[t.byte_size]

@@ -24,12 +24,14 @@ def json_field(obj: Json, key: str, where: str) -> Json:
     return obj[key]
 
 
-_PRIM_KINDS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
+_PRIM_KINDS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16",
+               "f32", "f64")
 
 
 @dataclass(frozen=True)
 class PrimType:
-    """A scalar field: `kind` is its Rust spelling (`bool`, `i8` .. `u64`, `f32`, `f64`)."""
+    """A scalar field: `kind` is its Rust spelling (`bool`, `i8` .. `u64`, `f16`, `bf16`, `f32`,
+    `f64`)."""
     kind: str
 
 

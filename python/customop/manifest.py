@@ -18,23 +18,47 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from . import shape
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
 
 __all__ = [
-    "ManifestError", "ElementType", "ElementTypes",
+    "ManifestError", "ElementType", "ElementTypes", "numpy_dtype",
     "PrimType", "ArrayType", "StructType", "EnumType", "EnumVariant", "VecType", "StringType",
     "FieldType", "Field", "Layout",
-    "AttrType", "TensorParam", "AttributeParam", "ExternalParam", "Param",
+    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
     "FactorDims", "PartitionRule", "OpSchema", "OpEntry", "Manifest",
 ]
 
-ElementKind = Literal["bool", "signed", "unsigned", "float"]
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """The numpy dtype named `name` (`float32`, `bfloat16`, `float8_e4m3fn`): numpy's, else
+    the `ml_dtypes` type of that name. A TypeError names the dtype when neither has it."""
+    import numpy as np
+
+    try:
+        return np.dtype(name)
+    except TypeError:
+        pass
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("numpy has no dtype %r, and ml_dtypes (which defines it) is not "
+                        "installed: pip install ml_dtypes" % name) from None
+    t = getattr(ml_dtypes, name, None)
+    if t is None:
+        raise TypeError("neither numpy nor ml_dtypes has a dtype %r" % name)
+    return np.dtype(t)
+
+
+ElementKind = Literal["bool", "signed", "unsigned", "float", "complex"]
 
 # The element type of packed descriptor bytes (externals, opaque results): `tensor<Nxui8>`.
 BYTES = "ui8"
@@ -47,8 +71,9 @@ PRED = "i1"
 @dataclass(frozen=True)
 class ElementType:
     """A tensor element type: `name` is its MLIR spelling (`f32`, `i1`, `ui8`), as schemas
-    write it; `xla_code` its `XLA_FFI_DataType`; `numpy` the numpy dtype name; `kind` one of
-    bool, signed, unsigned, float."""
+    write it; `xla_code` its `XLA_FFI_DataType`; `numpy` the numpy dtype name (`bfloat16` and
+    the fp8 names are ml_dtypes'; `numpy_dtype` resolves them); `kind` one of bool, signed,
+    unsigned, float, complex."""
 
     name: str
     xla_code: int
@@ -58,7 +83,14 @@ class ElementType:
 
     @property
     def is_float(self) -> bool:
+        """A real floating-point type (f16, bf16, f32, f64, fp8); complex types are not."""
         return self.kind == "float"
+
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """The numpy dtype: numpy's own, else ml_dtypes' (`bfloat16`, `float8_e4m3fn`,
+        `float8_e5m2`), which jax and torch_xla install."""
+        return numpy_dtype(self.numpy)
 
     @property
     def int_range(self) -> tuple[int, int] | None:
@@ -76,7 +108,7 @@ class ElementType:
     @staticmethod
     def from_json(j: Json) -> ElementType:
         kind = json_field(j, "kind", "element type")
-        if kind not in ("bool", "signed", "unsigned", "float"):
+        if kind not in ("bool", "signed", "unsigned", "float", "complex"):
             raise ManifestError("element type %r has kind %r" % (j.get("name"), kind))
         return ElementType(str(json_field(j, "name", "element type")),
                            int(json_field(j, "xla_code", "element type")),
@@ -129,10 +161,24 @@ class AttrType:
 
 
 @dataclass(frozen=True)
-class TensorParam:
-    """A tensor operand; `rank` when the signature fixes it."""
+class DtypeVar:
+    """A type parameter of a generic op (`dtypes(T = [f32, bf16])`): a tensor typed by it may
+    be any of `allowed`, the same for every tensor it types in one call."""
     name: str
-    dtype: ElementType
+    allowed: tuple[ElementType, ...]
+
+    def describe(self) -> str:
+        names = [t.name for t in self.allowed]
+        return "%s (%s)" % (self.name, names[0] if len(names) == 1
+                            else ", ".join(names[:-1]) + " or " + names[-1])
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """A tensor operand; its element type, fixed or a `DtypeVar`; `rank` when the signature
+    fixes it."""
+    name: str
+    dtype: ElementType | DtypeVar
     rank: int | None
     kind: ClassVar[str] = "tensor"
 
@@ -194,9 +240,10 @@ DimRule = ConstDim | DimOf | ShapeOf | ExprDim
 
 @dataclass(frozen=True)
 class TensorResult:
-    """A tensor output: its element type, and one shape rule per dimension."""
+    """A tensor output: its element type (fixed, or a `DtypeVar`: the type of the first tensor
+    input it types), and one shape rule per dimension."""
     name: str
-    dtype: ElementType
+    dtype: ElementType | DtypeVar
     shape: tuple[DimRule, ...]
     kind: ClassVar[str] = "tensor"
 
@@ -288,9 +335,12 @@ class OpSchema:
     def from_json(j: Json, types: ElementTypes) -> OpSchema:
         name = str(json_field(j, "name", "op schema"))
 
-        def dtype(entry: Json, what: str) -> ElementType:
+        def dtype(entry: Json, what: str) -> ElementType | DtypeVar:
             spelled = json_field(entry, "dtype", what)
             try:
+                if isinstance(spelled, dict):
+                    return DtypeVar(str(json_field(spelled, "var", what)),
+                                    tuple(types[t] for t in json_field(spelled, "allowed", what)))
                 return types[spelled]
             except KeyError as e:
                 raise ManifestError("%s: %s" % (what, e.args[0])) from None

@@ -9,8 +9,8 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from .manifest import (AttributeParam, ConstDim, DimOf, ElementType, OpaqueResult, OpSchema,
-                       ShapeOf, TensorResult)
+from .manifest import (AttributeParam, ConstDim, DimOf, DtypeVar, ElementType, OpaqueResult,
+                       OpSchema, ShapeOf, TensorParam, TensorResult)
 from .shape import Dim, Env, Lit, ShapeExprError, as_int, eval_size
 
 
@@ -37,13 +37,45 @@ class ResultSpec(NamedTuple):
     dtype: ElementType
 
 
+def resolve_dtypes(schema: OpSchema,
+                   dtypes: Mapping[str, ElementType | None]) -> dict[str, ElementType]:
+    """The element type of each of a generic op's type parameters, from its operands' element
+    types by name (`None`: no customop element type): each tensor a parameter types must be one
+    of its allowed types, and all the same. A mismatch raises `SchemaError` naming the allowed
+    types."""
+    chosen: dict[str, tuple[str, ElementType]] = {}
+    for p in schema.params:
+        if not isinstance(p, TensorParam) or not isinstance(p.dtype, DtypeVar):
+            continue
+        var = p.dtype
+        got = dtypes.get(p.name)
+        if got is None or got not in var.allowed:
+            raise SchemaError("%s: parameter `%s` takes a tensor of %s, got %s"
+                              % (schema.name, p.name, var.describe(),
+                                 "no element type" if got is None else got.name))
+        first = chosen.setdefault(var.name, (p.name, got))
+        if first[1] != got:
+            raise SchemaError("%s: `%s` is %s and `%s` is %s, but both are `%s`: one type per call"
+                              % (schema.name, first[0], first[1].name, p.name, got.name, var.name))
+    return {v: t for v, (_, t) in chosen.items()}
+
+
 def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
-                 attrs: Mapping[str, Any] | None = None) -> list[ResultSpec]:
+                 attrs: Mapping[str, Any] | None = None,
+                 dtypes: Mapping[str, ElementType | None] | None = None) -> list[ResultSpec]:
     """The shape and element type of each result, in the schema's order, given the operands'
     shapes and the attribute values by name: tensors from their shape rules (evaluated as Rust
     evaluates them), opaque results as `ui8[packed_size]`, updated externals as their operand's
     shape. A rule with no value (a dimension the operand does not have, an overflow, a division
-    by zero, a size below zero) raises `SchemaError` naming the op, the output and the values."""
+    by zero, a size below zero) raises `SchemaError` naming the op, the output and the values.
+    A generic op's outputs take their type parameter's type from the operands' element types
+    (`dtypes`, by name; see `resolve_dtypes`)."""
+    generic = any(isinstance(p, TensorParam) and isinstance(p.dtype, DtypeVar)
+                  for p in schema.params)
+    if generic and dtypes is None:
+        raise SchemaError("%s is generic over its element types: its result types need the "
+                          "operands' (dtypes=...)" % schema.name)
+    var_types = resolve_dtypes(schema, dtypes) if generic and dtypes is not None else {}
     env = Env(lambda p: tuple(shapes[p]) if p in shapes else None, dict(attrs or {}))
     out = []
     for r in schema.results:
@@ -64,7 +96,8 @@ def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
                            ", ".join("%s %s" % (n, list(s)) for n, s in shapes.items()),
                            "".join("; %s = %d" % (n, as_int(v)) for n, v in sorted(env.attrs.items())
                                    if as_int(v) is not None))) from None
-            out.append(ResultSpec(r.kind, tuple(dims), r.dtype))
+            dtype = var_types[r.dtype.name] if isinstance(r.dtype, DtypeVar) else r.dtype
+            out.append(ResultSpec(r.kind, tuple(dims), dtype))
         elif isinstance(r, OpaqueResult):
             size = r.descriptor.packed_size
             if size is None:

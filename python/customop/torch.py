@@ -38,7 +38,7 @@ import torch
 
 from .eager import Handlers, HostBuffer, KernelError
 from .manifest import ElementType, OpEntry, OpSchema, UpdatedExternal
-from .schema import SchemaError, backend_config, operand_names, result_specs
+from .schema import ResultSpec, SchemaError, backend_config, operand_names, result_specs
 # The torch_xla export rewriter, re-exported (it shares only imports with the registration).
 from .torch_export import Exported, ExportError, External, export
 from .xla import Library
@@ -154,16 +154,24 @@ class TorchLibrary:
                               % (sch.name, len(names), ", ".join(names), len(args)))
         return names, {n: tuple(a.shape) for n, a in zip(names, args)}
 
+    def _specs(self, sch: OpSchema, args: Sequence[torch.Tensor],
+               kwargs: dict[str, Any]) -> tuple[list[str], list[ResultSpec]]:
+        """The operand names and the result specs of a call (shapes from the shape rules, a
+        generic op's types from its operands')."""
+        names, shapes = self._split(sch, args)
+        dtypes = {n: self._element_of.get(a.dtype) for n, a in zip(names, args)}
+        return names, result_specs(sch, shapes, kwargs, dtypes)
+
     def _fake(self, sch: OpSchema, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
-        _, shapes = self._split(sch, args)
+        _, specs = self._specs(sch, args, kwargs)
         device = args[0].device if args else None
         outs = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype), device=device)
-                for s in result_specs(sch, shapes, kwargs) if s.kind != UpdatedExternal.kind]
+                for s in specs if s.kind != UpdatedExternal.kind]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _eager(self, op: OpEntry, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         sch = op.schema
-        names, shapes = self._split(sch, args)
+        names, specs = self._specs(sch, args, kwargs)
         keep = []
 
         def buffer(t: torch.Tensor, what: str) -> HostBuffer:
@@ -182,16 +190,14 @@ class TorchLibrary:
                                   % (sch.name, p.name, a.device))
             operands.append(buffer(_as_bytes(a) if p.kind == "external" else a,
                                    "operand `%s`" % p.name))
-        results = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype))
-                   for s in result_specs(sch, shapes, kwargs)]
+        results = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype)) for s in specs]
         self._handlers.call(op, operands, [buffer(r, "result") for r in results], kwargs)
         return _write_back(sch, names, args, results)
 
     def _xla(self, sch: OpSchema, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         from torch_xla.experimental.stablehlo_custom_call import stablehlo_custom_call
 
-        names, shapes = self._split(sch, args)
-        specs = result_specs(sch, shapes, kwargs)
+        names, specs = self._specs(sch, args, kwargs)
         config = backend_config(sch, kwargs)
         outs = stablehlo_custom_call(list(args), sch.target, [list(s.shape) for s in specs],
                                      [self.torch_dtype(s.dtype) for s in specs],

@@ -95,7 +95,7 @@ class Exported:
                 t = self._bundle.state_dict[loc.name]
             else:
                 t = self._bundle.additional_constants[loc.position]
-            a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+            a = to_numpy(t) if isinstance(t, torch.Tensor) else np.asarray(t)
             if ext is not None:
                 a = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
                 if a.size != ext.size:
@@ -119,9 +119,40 @@ class Exported:
         backend = jax.extend.backend.get_backend("cpu")
         device = backend.local_devices()[0]
         exe = backend.compile_and_load(self.text, [device])
-        outs = [torch.from_numpy(np.array(o))
+        outs = [from_numpy(np.array(o))
                 for o in exe.execute([jax.device_put(a, device) for a in args])]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# The dtypes that torch and numpy do not convert between (`Tensor.numpy()` and
+# `torch.from_numpy` refuse them): numpy has them through ml_dtypes. They cross as the unsigned
+# integers of their size, reinterpreted on both sides.
+_VIA_BITS = {torch.bfloat16: "bfloat16", torch.float8_e4m3fn: "float8_e4m3fn",
+             torch.float8_e5m2: "float8_e5m2"}
+_BITS = {1: (torch.uint8, "uint8"), 2: (torch.int16, "int16")}
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A CPU copy of `t` as a numpy array, bfloat16 and fp8 as ml_dtypes' types."""
+    from .manifest import numpy_dtype
+
+    t = t.detach().cpu()
+    name = _VIA_BITS.get(t.dtype)
+    if name is None:
+        return t.numpy()
+    bits, _ = _BITS[t.element_size()]
+    return t.contiguous().view(bits).numpy().view(numpy_dtype(name))
+
+
+def from_numpy(a: np.ndarray) -> torch.Tensor:
+    """`a` as a torch tensor (sharing memory), ml_dtypes' bfloat16 and fp8 as torch's."""
+    import numpy as np
+
+    dtype = next((d for d, n in _VIA_BITS.items() if n == a.dtype.name), None)
+    if dtype is None:
+        return torch.from_numpy(a)
+    _, bits = _BITS[a.dtype.itemsize]
+    return torch.from_numpy(np.ascontiguousarray(a).view(bits)).view(dtype)
 
 
 def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,

@@ -75,8 +75,10 @@ class Library:
             raise TypeError("%s takes %d operands (%s), got %d"
                             % (name, len(names), ", ".join(names), len(operands)))
         shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
-        results = [jax.ShapeDtypeStruct(spec.shape, np.dtype(spec.dtype.numpy))
-                   for spec in result_specs(sch, shapes, attrs)]
+        types = self.manifest.element_types
+        dtypes = {n: types.by_numpy(_numpy_dtype(o).name) for n, o in zip(names, operands)}
+        results = [jax.ShapeDtypeStruct(spec.shape, spec.dtype.numpy_dtype)
+                   for spec in result_specs(sch, shapes, attrs, dtypes)]
         out = jax.ffi.ffi_call(sch.target, results if len(results) != 1 else results[0],
                                has_side_effect=sch.side_effect)(*operands, **attrs)
         return out
@@ -134,3 +136,11 @@ class Library:
         """Unpacks and validates `data` as descriptor `descriptor`."""
         return descriptors.unpack(self.layout(descriptor), bytes(data))
 
+
+def _numpy_dtype(value: Any) -> Any:
+    """The numpy dtype of an array, a jax array or tracer (its `dtype`), or anything else numpy
+    takes."""
+    import numpy as np
+
+    dtype = getattr(value, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else np.asarray(value).dtype

@@ -9,6 +9,7 @@ pub mod c_abi;
 pub mod descriptor;
 pub mod error;
 mod ffi;
+pub mod float8;
 mod plan;
 mod records;
 pub mod registry;
@@ -30,7 +31,17 @@ pub use descriptor::{Descriptor, DescriptorError};
 pub use error::{ErrorCode, OpError, Refusal};
 pub use schema::OpSchema;
 pub use tensor::{Opaque, TensorMut, TensorRef};
-pub use types::{Element, ElementType, TensorType};
+pub use types::{Complex64, Complex128, Element, ElementType, TensorType};
+
+/// The element types beyond Rust's primitives, from the crates that define them (re-exported
+/// so that a kernel crate names the same versions customop implements [`Element`] for).
+pub use float8::{F8E4M3FN, F8E5M2};
+/// The `half` crate (`f16`, `bf16` and their conversions).
+pub use half;
+pub use half::{bf16, f16};
+/// The `num-complex` crate (`Complex<T>`, whose `f32`/`f64` forms are [`Complex64`] and
+/// [`Complex128`]).
+pub use num_complex;
 
 /// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
 /// handler. See the book's "Declaring ops" chapter.

@@ -5,7 +5,7 @@
 use crate::descriptor::{EnumVariant, FieldLayout, Layout, TypeLayout};
 use crate::schema::{
     AttrType, DimRule, FactorDims, OpSchema, ParamKind, ParamSchema, PartitionRule, ResultKind,
-    ResultSchema, ShapeExpr,
+    ResultSchema, ShapeExpr, TensorDtype,
 };
 use crate::types::ElementType;
 pub use customop_shape::BinOp;
@@ -36,7 +36,29 @@ pub fn op_schema(
 pub fn tensor_param(name: &str, dtype: ElementType, rank: Option<usize>) -> ParamSchema {
     ParamSchema {
         name: name.to_string(),
-        kind: ParamKind::Tensor { dtype, rank },
+        kind: ParamKind::Tensor {
+            dtype: TensorDtype::Fixed(dtype),
+            rank,
+        },
+    }
+}
+
+/// A tensor input typed by the op's type parameter `var`, one of `allowed`.
+pub fn tensor_param_var(
+    name: &str,
+    var: &str,
+    allowed: Vec<ElementType>,
+    rank: Option<usize>,
+) -> ParamSchema {
+    ParamSchema {
+        name: name.to_string(),
+        kind: ParamKind::Tensor {
+            dtype: TensorDtype::Var {
+                name: var.to_string(),
+                allowed,
+            },
+            rank,
+        },
     }
 }
 
@@ -63,7 +85,29 @@ pub fn attr_param(name: &str, ty: AttrType) -> ParamSchema {
 pub fn tensor_result(name: &str, dtype: ElementType, shape: Vec<DimRule>) -> ResultSchema {
     ResultSchema {
         name: name.to_string(),
-        kind: ResultKind::Tensor { dtype, shape },
+        kind: ResultKind::Tensor {
+            dtype: TensorDtype::Fixed(dtype),
+            shape,
+        },
+    }
+}
+
+/// A tensor output typed by the op's type parameter `var`, one of `allowed`.
+pub fn tensor_result_var(
+    name: &str,
+    var: &str,
+    allowed: Vec<ElementType>,
+    shape: Vec<DimRule>,
+) -> ResultSchema {
+    ResultSchema {
+        name: name.to_string(),
+        kind: ResultKind::Tensor {
+            dtype: TensorDtype::Var {
+                name: var.to_string(),
+                allowed,
+            },
+            shape,
+        },
     }
 }
 

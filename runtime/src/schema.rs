@@ -88,9 +88,8 @@ pub struct ParamSchema {
 pub enum ParamKind {
     /// A tensor operand.
     Tensor {
-        /// Its element type.
-        #[serde(serialize_with = "ser_dtype")]
-        dtype: ElementType,
+        /// Its element type: fixed, or a type parameter of a generic op.
+        dtype: TensorDtype,
         /// Its rank, when the signature fixes it.
         rank: Option<usize>,
     },
@@ -155,9 +154,9 @@ pub struct ResultSchema {
 pub enum ResultKind {
     /// A tensor output with a shape rule.
     Tensor {
-        /// Its element type.
-        #[serde(serialize_with = "ser_dtype")]
-        dtype: ElementType,
+        /// Its element type: fixed, or a type parameter of a generic op (the type of the first
+        /// tensor input it types).
+        dtype: TensorDtype,
         /// One rule per dimension.
         shape: Vec<DimRule>,
     },
@@ -262,6 +261,63 @@ fn ser_expr<S: Serializer>(e: &ShapeExpr, s: S) -> Result<S::Ok, S::Error> {
 
 fn ser_dtype<S: Serializer>(t: &ElementType, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(t.mlir_name())
+}
+
+/// A tensor's element type in a schema: one type, or a type parameter of a generic op
+/// (`dtypes(T = [f32, bf16, f16])`), one of its allowed types per call. In JSON, `"f32"`, or
+/// `{"var": "T", "allowed": ["f32", "bf16", "f16"]}`.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TensorDtype {
+    /// This element type.
+    Fixed(ElementType),
+    /// The type parameter `name`: any of `allowed`, the same wherever it appears in one call.
+    Var {
+        /// The type parameter's name.
+        name: String,
+        /// The element types it may be.
+        allowed: Vec<ElementType>,
+    },
+}
+
+impl TensorDtype {
+    /// Whether `element` fits: the fixed type, or one of the variable's allowed types.
+    pub fn admits(&self, element: ElementType) -> bool {
+        match self {
+            TensorDtype::Fixed(e) => *e == element,
+            TensorDtype::Var { allowed, .. } => allowed.contains(&element),
+        }
+    }
+
+    /// `f32`, or `T (f32, bf16 or f16)`, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            TensorDtype::Fixed(e) => e.to_string(),
+            TensorDtype::Var { name, allowed } => format!("{name} ({})", one_of(allowed)),
+        }
+    }
+}
+
+/// `f32`, `f32 or f64`, `f32, bf16 or f16`.
+pub(crate) fn one_of(types: &[ElementType]) -> String {
+    let names: Vec<String> = types.iter().map(ToString::to_string).collect();
+    match names.split_last() {
+        None => "nothing".to_string(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+impl Serialize for TensorDtype {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TensorDtype::Fixed(e) => ser_dtype(e, s),
+            TensorDtype::Var { name, allowed } => {
+                let allowed: Vec<&str> = allowed.iter().map(|e| e.mlir_name()).collect();
+                serde_json::json!({"var": name, "allowed": allowed}).serialize(s)
+            }
+        }
+    }
 }
 
 impl OpSchema {

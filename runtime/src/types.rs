@@ -32,11 +32,29 @@ pub enum ElementType {
     F32,
     /// `f64`.
     F64,
+    /// `f16`: IEEE binary16 ([`half::f16`]).
+    F16,
+    /// `bf16`: bfloat16 ([`half::bf16`]).
+    BF16,
+    /// `complex<f32>` ([`Complex64`], XLA's C64).
+    C64,
+    /// `complex<f64>` ([`Complex128`], XLA's C128).
+    C128,
+    /// `f8E4M3FN`: 8-bit float, 4 exponent and 3 mantissa bits, no infinities
+    /// ([`F8E4M3FN`](crate::float8::F8E4M3FN)).
+    F8E4M3FN,
+    /// `f8E5M2`: 8-bit float, 5 exponent and 2 mantissa bits ([`F8E5M2`](crate::float8::F8E5M2)).
+    F8E5M2,
 }
+
+/// `complex<f32>`: two `f32`s, real part first (`num_complex::Complex<f32>`, `#[repr(C)]`).
+pub type Complex64 = num_complex::Complex<f32>;
+/// `complex<f64>`: two `f64`s, real part first (`num_complex::Complex<f64>`, `#[repr(C)]`).
+pub type Complex128 = num_complex::Complex<f64>;
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 11] = [
+    pub const ALL: [ElementType; 17] = [
         ElementType::Bool,
         ElementType::I8,
         ElementType::I16,
@@ -48,9 +66,15 @@ impl ElementType {
         ElementType::U64,
         ElementType::F32,
         ElementType::F64,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::C64,
+        ElementType::C128,
+        ElementType::F8E4M3FN,
+        ElementType::F8E5M2,
     ];
 
-    /// The MLIR type spelling: `f32`, `i8`, `ui8`, `i1`, ...
+    /// The MLIR type spelling: `f32`, `i8`, `ui8`, `i1`, `bf16`, `complex<f32>`, `f8E4M3FN`, ...
     pub const fn mlir_name(self) -> &'static str {
         match self {
             ElementType::Bool => "i1",
@@ -64,11 +88,19 @@ impl ElementType {
             ElementType::U64 => "ui64",
             ElementType::F32 => "f32",
             ElementType::F64 => "f64",
+            ElementType::F16 => "f16",
+            ElementType::BF16 => "bf16",
+            ElementType::C64 => "complex<f32>",
+            ElementType::C128 => "complex<f64>",
+            ElementType::F8E4M3FN => "f8E4M3FN",
+            ElementType::F8E5M2 => "f8E5M2",
         }
     }
 
     /// The numpy dtype name (`float32`, `int8`, `bool`, ...): the manifest's element-type
-    /// table carries it, so Python front ends need no table of their own.
+    /// table carries it, so Python front ends need no table of their own. `bfloat16`,
+    /// `float8_e4m3fn` and `float8_e5m2` are `ml_dtypes`' names (numpy knows them once
+    /// `ml_dtypes` is imported); torch spells every one of them alike (`torch.bfloat16`).
     pub const fn numpy_name(self) -> &'static str {
         match self {
             ElementType::Bool => "bool",
@@ -82,27 +114,71 @@ impl ElementType {
             ElementType::U64 => "uint64",
             ElementType::F32 => "float32",
             ElementType::F64 => "float64",
+            ElementType::F16 => "float16",
+            ElementType::BF16 => "bfloat16",
+            ElementType::C64 => "complex64",
+            ElementType::C128 => "complex128",
+            ElementType::F8E4M3FN => "float8_e4m3fn",
+            ElementType::F8E5M2 => "float8_e5m2",
         }
     }
 
     /// The size of one element in bytes, in XLA's buffers.
     pub const fn byte_size(self) -> usize {
         match self {
-            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
-            ElementType::I16 | ElementType::U16 => 2,
+            ElementType::Bool
+            | ElementType::I8
+            | ElementType::U8
+            | ElementType::F8E4M3FN
+            | ElementType::F8E5M2 => 1,
+            ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::I32 | ElementType::U32 | ElementType::F32 => 4,
-            ElementType::I64 | ElementType::U64 | ElementType::F64 => 8,
+            ElementType::I64 | ElementType::U64 | ElementType::F64 | ElementType::C64 => 8,
+            ElementType::C128 => 16,
         }
     }
 
-    /// Whether this is a floating-point type.
+    /// Whether this is a real floating-point type (`f16`, `bf16`, `f32`, `f64`, the fp8 types);
+    /// complex types are not (see [`ElementType::is_complex`]).
     pub const fn is_float(self) -> bool {
-        matches!(self, ElementType::F32 | ElementType::F64)
+        matches!(
+            self,
+            ElementType::F16
+                | ElementType::BF16
+                | ElementType::F32
+                | ElementType::F64
+                | ElementType::F8E4M3FN
+                | ElementType::F8E5M2
+        )
+    }
+
+    /// Whether this is a complex type (`complex<f32>`, `complex<f64>`).
+    pub const fn is_complex(self) -> bool {
+        matches!(self, ElementType::C64 | ElementType::C128)
+    }
+
+    /// The type of a complex type's real and imaginary parts (`f32` for `complex<f32>`).
+    pub const fn complex_part(self) -> Option<ElementType> {
+        match self {
+            ElementType::C64 => Some(ElementType::F32),
+            ElementType::C128 => Some(ElementType::F64),
+            _ => None,
+        }
     }
 
     /// Whether this is a signed or unsigned integer type (not `Bool`).
     pub const fn is_integer(self) -> bool {
-        !self.is_float() && !matches!(self, ElementType::Bool)
+        matches!(
+            self,
+            ElementType::I8
+                | ElementType::I16
+                | ElementType::I32
+                | ElementType::I64
+                | ElementType::U8
+                | ElementType::U16
+                | ElementType::U32
+                | ElementType::U64
+        )
     }
 
     /// Whether this is an unsigned integer type.
@@ -127,6 +203,12 @@ impl ElementType {
             ElementType::U64 => 9,
             ElementType::F32 => 11,
             ElementType::F64 => 12,
+            ElementType::F16 => 10,
+            ElementType::BF16 => 16,
+            ElementType::C64 => 15,
+            ElementType::C128 => 18,
+            ElementType::F8E4M3FN => 20,
+            ElementType::F8E5M2 => 19,
         }
     }
 
@@ -137,10 +219,12 @@ impl ElementType {
 }
 
 impl ElementType {
-    /// The kind of number: `"bool"`, `"signed"`, `"unsigned"` or `"float"`.
+    /// The kind of number: `"bool"`, `"signed"`, `"unsigned"`, `"float"` or `"complex"`.
     pub const fn kind_name(self) -> &'static str {
         if self.is_float() {
             "float"
+        } else if self.is_complex() {
+            "complex"
         } else if matches!(self, ElementType::Bool) {
             "bool"
         } else if self.is_unsigned() {
@@ -185,8 +269,10 @@ impl fmt::Display for ElementType {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tensor element type",
     label = "not an element type",
-    note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32 and f64 (or an \
-            alias of one); the trait is sealed: other types cannot implement it"
+    note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, \
+            half::f16, half::bf16, Complex64 and Complex128 (num_complex::Complex<f32>/<f64>), \
+            float8::F8E4M3FN and float8::F8E5M2 (customop re-exports these crates and types), or \
+            an alias of one; the trait is sealed: other types cannot implement it"
 )]
 pub trait Element: Copy + 'static + sealed::Sealed {
     /// The element type of this Rust type.
@@ -214,6 +300,8 @@ macro_rules! impl_element {
 impl_element!(
     bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
+    half::f16 => F16, half::bf16 => BF16, Complex64 => C64, Complex128 => C128,
+    crate::float8::F8E4M3FN => F8E4M3FN, crate::float8::F8E5M2 => F8E5M2,
 );
 
 /// A ranked tensor type with a static shape, such as `tensor<3x3xf32>`.
@@ -343,6 +431,43 @@ mod tests {
             assert_eq!(ElementType::from_xla_code(t.xla_code()), Some(t));
         }
         assert_eq!(ElementType::from_xla_code(0), None);
-        assert_eq!(ElementType::from_xla_code(10), None); // F16: not supported
+        assert_eq!(ElementType::from_xla_code(17), None); // TOKEN: not an element type
+        assert_eq!(ElementType::from_xla_code(28), None); // F8E4M3 (with infinities): not supported
+    }
+
+    #[test]
+    fn complex_types_are_two_parts_real_first() {
+        // The handler's slices over XLA's C64/C128 buffers rely on this layout.
+        assert_eq!(core::mem::size_of::<Complex64>(), 8);
+        assert_eq!(core::mem::align_of::<Complex64>(), 4);
+        assert_eq!(core::mem::offset_of!(Complex64, re), 0);
+        assert_eq!(core::mem::offset_of!(Complex64, im), 4);
+        assert_eq!(core::mem::size_of::<Complex128>(), 16);
+        assert_eq!(core::mem::align_of::<Complex128>(), 8);
+        assert_eq!(core::mem::offset_of!(Complex128, re), 0);
+        assert_eq!(core::mem::offset_of!(Complex128, im), 8);
+        let z = [Complex64::new(1.5, -2.0)];
+        // SAFETY: a Complex64 is 8 initialised bytes (asserted above); u8 has alignment 1.
+        let bytes = unsafe { core::slice::from_raw_parts(z.as_ptr() as *const u8, 8) };
+        assert_eq!(bytes[..4], 1.5f32.to_le_bytes());
+        assert_eq!(bytes[4..], (-2.0f32).to_le_bytes());
+    }
+
+    #[test]
+    fn kinds_partition_the_types() {
+        for t in ElementType::ALL {
+            let kinds = [
+                t.is_float(),
+                t.is_complex(),
+                t.is_integer(),
+                t == ElementType::Bool,
+            ];
+            assert_eq!(kinds.iter().filter(|&&k| k).count(), 1, "{t}");
+            assert_eq!(t.complex_part().is_some(), t.is_complex(), "{t}");
+        }
+        assert_eq!(ElementType::BF16.kind_name(), "float");
+        assert_eq!(ElementType::C64.kind_name(), "complex");
+        assert_eq!(ElementType::F8E4M3FN.byte_size(), 1);
+        assert_eq!(ElementType::C128.byte_size(), 16);
     }
 }

@@ -447,6 +447,83 @@ mod python {
         );
     }
 
+    /// f16 and bf16 fields, alone, in an array and in a `Vec` tail, with values that need
+    /// rounding (1/3), an infinity and a subnormal.
+    #[derive(Descriptor, Clone, Debug, PartialEq)]
+    #[descriptor(name = "test::Halves")]
+    pub struct Halves {
+        pub tag: u8,
+        pub h: customop::f16,
+        pub b: customop::bf16,
+        pub hs: [customop::bf16; 3],
+        pub x: f32,
+        pub v: Vec<customop::f16>,
+    }
+
+    #[test]
+    fn half_float_fields_match_python() {
+        use customop::{bf16, f16};
+        let value = Halves {
+            tag: 9,
+            h: f16::from_f64(1.0 / 3.0),
+            b: bf16::from_f64(-1.0 / 3.0),
+            hs: [
+                bf16::MAX,
+                bf16::from_f32(0.0078125),
+                bf16::from_f32(65280.0),
+            ],
+            x: 0.5,
+            v: vec![f16::from_f32(-2.5), f16::from_f32(-(2f32.powi(-12)))],
+        };
+        assert_eq!(
+            Halves::layout().canonical,
+            "test::Halves{tag:u8,h:f16,b:bf16,hs:[bf16;3],x:f32,v:Vec<f16>}"
+        );
+        // tag at 0, h at 2, b at 4, hs at 6..12, x at 12: little-endian bits.
+        let packed = value.pack();
+        let at =
+            |i: usize| u16::from_le_bytes([packed[HEADER_SIZE + i], packed[HEADER_SIZE + i + 1]]);
+        assert_eq!((at(2), at(4), at(6)), (0x3555, 0xBEAB, 0x7F7F));
+        assert_eq!(Halves::unpack(&packed).unwrap(), value);
+        // The exact values, both ways.
+        check_both_ways(
+            value.clone(),
+            json!({
+                "tag": 9, "h": value.h.to_f64(), "b": value.b.to_f64(),
+                "hs": value.hs.map(|v| v.to_f64()), "x": 0.5,
+                "v": value.v.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            }),
+        );
+        // Python rounds the decimal values to nearest, ties to even, as `half` does, into
+        // subnormals too. (Compared as bytes: serde_json's float parsing is not exact for
+        // subnormal decimals.)
+        let value = Halves {
+            hs: [bf16::MAX, bf16::from_f64(1e-40), bf16::from_f32(65280.0)],
+            v: vec![f16::from_f32(-2.5), f16::from_f64(6.0e-8)],
+            ..value
+        };
+        let packed = value.pack();
+        let h = Harness::get();
+        let layout = layout_json::<Halves>();
+        let mut decimal = json!({
+            "tag": 9, "h": 1.0 / 3.0, "b": -1.0 / 3.0, "hs": [bf16::MAX.to_f64(), 1e-40, 65280.0],
+            "x": 0.5, "v": [-2.5, 6.0e-8],
+        });
+        let py = h
+            .py_call("descriptors", "pack", json!([layout, decimal]))
+            .unwrap();
+        assert_eq!(unhex(&py), packed);
+        // A finite value beyond the type's range is an error naming the field, as for f32.
+        for (field, big) in [("b", 1e39), ("h", 70000.0)] {
+            decimal[field] = json!(big);
+            let e = h
+                .py_call("descriptors", "pack", json!([layout, decimal]))
+                .unwrap_err();
+            assert!(e.contains(&format!("field `{field}`")), "{e}");
+            decimal[field] = json!(0.5);
+        }
+    }
+
     #[test]
     fn python_rejects_what_rust_rejects() {
         let h = Harness::get();

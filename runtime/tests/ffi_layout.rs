@@ -6,6 +6,7 @@
 
 use core::mem::{offset_of, size_of};
 use customop::__private::ffi::abi::*;
+use customop::ElementType;
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -138,7 +139,38 @@ fn rust_layout() -> BTreeMap<String, usize> {
         "XLA_FFI_Buffer_STRUCT_SIZE".into(),
         XLA_FFI_Buffer_STRUCT_SIZE,
     );
+    // Each element type's `XLA_FFI_DataType` code, printed from the header's enum constant.
+    for t in ElementType::ALL {
+        m.insert(
+            format!("XLA_FFI_DataType_{}", xla_enum_name(t)),
+            t.xla_code() as usize,
+        );
+    }
     m
+}
+
+/// The header's name of each element type's `XLA_FFI_DataType` constant (exhaustive: a new
+/// element type must be named here).
+fn xla_enum_name(t: ElementType) -> &'static str {
+    match t {
+        ElementType::Bool => "PRED",
+        ElementType::I8 => "S8",
+        ElementType::I16 => "S16",
+        ElementType::I32 => "S32",
+        ElementType::I64 => "S64",
+        ElementType::U8 => "U8",
+        ElementType::U16 => "U16",
+        ElementType::U32 => "U32",
+        ElementType::U64 => "U64",
+        ElementType::F32 => "F32",
+        ElementType::F64 => "F64",
+        ElementType::F16 => "F16",
+        ElementType::BF16 => "BF16",
+        ElementType::C64 => "C64",
+        ElementType::C128 => "C128",
+        ElementType::F8E4M3FN => "F8E4M3FN",
+        ElementType::F8E5M2 => "F8E5M2",
+    }
 }
 
 #[test]
@@ -150,7 +182,9 @@ fn abi_structs_match_the_installed_header() {
     for key in rust.keys() {
         let expr = match key.strip_prefix("sizeof ") {
             Some(t) => format!("sizeof({t})"),
-            None if key.ends_with("_STRUCT_SIZE") => key.clone(),
+            None if key.ends_with("_STRUCT_SIZE") || key.starts_with("XLA_FFI_DataType_") => {
+                key.clone()
+            }
             None => {
                 let (t, f) = key.split_once('.').unwrap();
                 format!("offsetof({t}, {f})")

@@ -1077,9 +1077,11 @@ fn every_build_error_names_its_cause() {
             with(|f, _, _| f.constant_splat(&t(ElementType::Bool, &[2]), 2.0).map(drop))
         }),
         // Elementwise ops and reductions.
-        ("unary op on integers", "floating-point tensor", || {
-            with(|f, _, i| f.sine(&i).map(drop))
-        }),
+        (
+            "unary op on integers",
+            "floating-point or complex tensor",
+            || with(|f, _, i| f.sine(&i).map(drop)),
+        ),
         ("binary op on two types", "two operands of one type", || {
             with(|f, x, i| f.add(&x, &i).map(drop))
         }),
@@ -1481,4 +1483,106 @@ fn every_build_error_names_its_cause() {
         "{} build-time error paths, each with its message",
         cases.len()
     );
+}
+
+/// The builder's elementwise ops, reductions and constants on complex64, bf16, f16 and
+/// f8E4M3FN: result types (`abs` of a complex is real), identities of `reduce` (max over
+/// f8E4M3FN starts at its lowest value, -448: it has no infinities), refusals where a type has
+/// no order; jaxlib verifies and XLA runs the module, compared with values computed here.
+#[test]
+fn builder_ops_take_complex_half_and_fp8_tensors() {
+    use customop::{Complex64, F8E4M3FN, bf16, f16};
+    let mut m = Module::new();
+    let mut f = m
+        .entry(
+            "main",
+            [
+                t(ElementType::C64, &[3]),
+                t(ElementType::BF16, &[4]),
+                t(ElementType::F16, &[4]),
+                t(ElementType::F8E4M3FN, &[4]),
+            ],
+        )
+        .unwrap();
+    let [c, b, h, q] = [0, 1, 2, 3].map(|i| f.arg(i).unwrap());
+    let abs = f.unary(UnaryOp::Abs, &c).unwrap();
+    assert_eq!(abs.ty().to_string(), "tensor<3xf32>");
+    let csum = f.reduce(ReduceOp::Add, &c, &[0]).unwrap();
+    let bmax = f.reduce(ReduceOp::Max, &b, &[0]).unwrap();
+    let qmax = f.reduce(ReduceOp::Max, &q, &[0]).unwrap();
+    let two = f
+        .constant_splat(&TensorType::new(ElementType::F16, [4]).unwrap(), 2.0)
+        .unwrap();
+    let h2 = f.mul(&h, &two).unwrap();
+    let same = f.compare(Compare::Eq, &c, &c).unwrap();
+    assert_eq!(same.ty().to_string(), "tensor<3xi1>");
+    let e = f.compare(Compare::Lt, &c, &c).unwrap_err().to_string();
+    assert!(e.contains("complex numbers have no order"), "{e}");
+    let e = f.reduce(ReduceOp::Max, &c, &[0]).unwrap_err().to_string();
+    assert!(e.contains("complex numbers have no order"), "{e}");
+    let e = f.unary(UnaryOp::Sine, &same).unwrap_err().to_string();
+    assert!(e.contains("floating-point or complex"), "{e}");
+    f.ret(&[&abs, &csum, &bmax, &qmax, &h2, &same]).unwrap();
+    let text = m.to_text().unwrap();
+    // The identities (as MLIR prints them back): -inf in bf16, -448 in f8E4M3FN, (0, 0) in
+    // complex<f32>; and the f16 splat.
+    for want in [
+        "dense<0xFF80> : tensor<bf16>",
+        "dense<-4.480000e+02> : tensor<f8E4M3FN>",
+        "dense<(0.000000e+00,0.000000e+00)> : tensor<complex<f32>>",
+        "dense<2.000000e+00> : tensor<4xf16>",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+
+    let cs = [
+        Complex64::new(3.0, 4.0),
+        Complex64::new(-1.0, 0.5),
+        Complex64::new(0.0, -2.0),
+    ];
+    let bs = [1.5f32, -3.0, 7.25, 0.0].map(bf16::from_f32);
+    let hs = [0.5f32, -1.25, 100.0, 3.0e-3].map(f16::from_f32);
+    let qs = [-448.0f32, -3.0, -0.5, -100.0].map(F8E4M3FN::from_f32);
+    let c_bytes: Vec<u8> = cs
+        .iter()
+        .flat_map(|z| [z.re.to_le_bytes(), z.im.to_le_bytes()].concat())
+        .collect();
+    let out = Harness::get()
+        .run(
+            &text,
+            &[
+                Array::from_bytes("complex64", &[3], &c_bytes),
+                Array::from_bytes(
+                    "bfloat16",
+                    &[4],
+                    &bs.map(|v| v.to_bits().to_le_bytes()).concat(),
+                ),
+                Array::from_bytes(
+                    "float16",
+                    &[4],
+                    &hs.map(|v| v.to_bits().to_le_bytes()).concat(),
+                ),
+                Array::from_bytes("float8_e4m3fn", &[4], &qs.map(|v| v.to_bits())),
+            ],
+        )
+        .unwrap();
+    let abs_got = out[0].to_f32();
+    for (g, z) in abs_got.iter().zip(&cs) {
+        let w = (z.re * z.re + z.im * z.im).sqrt();
+        assert!((g - w).abs() <= 1e-6 * w.max(1.0), "|{z}|: {g} vs {w}");
+    }
+    let sum = out[1].bytes();
+    assert_eq!(sum[..4], 2.0f32.to_le_bytes(), "sum re");
+    assert_eq!(sum[4..], 2.5f32.to_le_bytes(), "sum im");
+    assert_eq!(out[2].dtype, "bfloat16");
+    assert_eq!(out[2].bytes(), bf16::from_f32(7.25).to_bits().to_le_bytes());
+    assert_eq!(out[3].bytes(), [F8E4M3FN::from_f32(-0.5).to_bits()]);
+    let h2_got: Vec<f16> = out[4]
+        .bytes()
+        .chunks_exact(2)
+        .map(|c| f16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let want: Vec<f16> = hs.iter().map(|v| f16::from_f32(v.to_f32() * 2.0)).collect();
+    assert_eq!(h2_got, want);
+    assert_eq!(out[5].bytes(), [1, 1, 1]);
 }

@@ -96,8 +96,14 @@ def register_ffi(spec):
 def _to_numpy(spec):
     import numpy as np
 
+    try:
+        dtype = np.dtype(spec["dtype"])
+    except TypeError:
+        import ml_dtypes   # bfloat16, float8_e4m3fn, float8_e5m2: jax's own dtypes
+
+        dtype = np.dtype(getattr(ml_dtypes, spec["dtype"]))
     data = bytes.fromhex(spec["hex"])
-    return np.frombuffer(data, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
+    return np.frombuffer(data, dtype=dtype).reshape(spec["shape"]).copy()
 
 
 def _from_numpy(array):

@@ -33,6 +33,7 @@ DESCRIPTORS = {
     "example::Histogram": {"lo": 0.0, "width": 1.0, "counts": [0] * 12},
     "example::Stats": {"mean": 1.0, "spread": 2.0},
     "example::Table4k": {"scale": 0.5, "len": 3, "values": [1.0] * 1022},
+    "example::Fp8Scale": {"scale": 0.5},
     "c_kernel::params": {"flags": 1, "scale": 2.0, "version": 3, "taps": [1.0] * 5,
                          "name": b"shapes\0\0", "offset": 4},
 }
@@ -76,6 +77,12 @@ CASES = [
     (KERNELS, "example::concat_rows", {"a": (0, 2), "b": (1, 2)}, {}),
     (KERNELS, "example::top_k", {"x": (6,)}, {"k": 4}),
     (KERNELS, "example::top_k", {"x": (3,)}, {"k": 3}),
+    # Element types beyond the primitives: complex64, f8E4M3FN, bf16, f16.
+    (KERNELS, "example::cmul", {"a": (2, 3), "b": (2, 3)}, {}),
+    (KERNELS, "example::quantize_fp8", {"x": (5,)}, {}),
+    (KERNELS, "example::dequantize_fp8", {"q": (2, 2)}, {}),
+    (KERNELS, "example::scale_bf16", {"x": (3,)}, {"factor": 1.5}),
+    (KERNELS, "example::scale_f16", {"x": (1, 4)}, {"factor": -2.0}),
 ]
 
 
@@ -89,7 +96,7 @@ def operands(lib, sch, shapes):
         else:
             n = int(np.prod(shapes[p.name], dtype=np.int64))
             values = np.arange(1, n + 1) % 5 + 1
-            out.append(values.astype(p.dtype.numpy).reshape(shapes[p.name]))
+            out.append(values.astype(p.dtype.numpy_dtype).reshape(shapes[p.name]))
     return out
 
 
@@ -102,7 +109,7 @@ def attributes(lib, sch, attrs):
 
 
 def empty(shape, dtype):
-    return np.zeros(shape, np.dtype(dtype.numpy))
+    return np.zeros(shape, dtype.numpy_dtype)
 
 
 class ShapeRules(unittest.TestCase):

@@ -201,8 +201,8 @@ fn classify(ty: &syn::Type, top: bool) -> FieldType<'_> {
         syn::Type::Path(p) if p.qself.is_none() => classify_path(&p.path, top),
         other => FieldType::Unsupported(
             other.span(),
-            "this type cannot be a descriptor field: use bool, i8..i64, u8..u64, f32, f64, \
-             [T; N], Vec<T>, String, a field-less enum or another descriptor"
+            "this type cannot be a descriptor field: use bool, i8..i64, u8..u64, f16, bf16, f32, \
+             f64, [T; N], Vec<T>, String, a field-less enum or another descriptor"
                 .into(),
         ),
     }

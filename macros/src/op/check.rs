@@ -28,18 +28,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
     if let Some(v) = &sig.variadic {
         cx.error_spanned_by(v, "a custom op cannot be variadic");
     }
-    let type_params: Vec<_> = sig
-        .generics
-        .params
-        .iter()
-        .filter(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
-        .collect();
-    if let Some(p) = type_params.first() {
-        cx.error_spanned_by(
-            p,
-            "a custom op cannot be generic: its schema, lowering and handler are for one set of types",
-        );
-    }
+    check_dtypes(cx, op, sig);
     for arg in &sig.inputs {
         if let syn::FnArg::Receiver(r) = arg {
             cx.error_spanned_by(
@@ -332,6 +321,75 @@ fn valid_name(name: &str) -> bool {
             matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
                 && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
         })
+}
+
+/// A generic op: every type parameter is listed in `dtypes(T = [...])` with at least one type
+/// and no type twice, and types at least one tensor input (the handler reads it from that
+/// input's buffer); `dtypes` names only type parameters; no other generics.
+fn check_dtypes(cx: &mut Ctxt, op: &Op<'_>, sig: &syn::Signature) {
+    for g in &sig.generics.params {
+        match g {
+            syn::GenericParam::Lifetime(_) => {}
+            syn::GenericParam::Type(t) if op.dtype_vars.iter().any(|v| v.ident == t.ident) => {}
+            syn::GenericParam::Type(t) => cx.error_spanned_by(
+                &t.ident,
+                format!(
+                    "type parameter `{0}` has no element types: list them in the op's options, \
+                     `dtypes({0} = [f32, f64])`, for one op that takes each",
+                    t.ident
+                ),
+            ),
+            syn::GenericParam::Const(c) => cx.error_spanned_by(
+                c,
+                "a custom op cannot have const generics: its schema, lowering and handler are \
+                 for one set of types (type parameters are listed in `dtypes(...)`)",
+            ),
+        }
+    }
+    for v in op.dtype_vars {
+        let declared = sig
+            .generics
+            .params
+            .iter()
+            .any(|g| matches!(g, syn::GenericParam::Type(t) if t.ident == v.ident));
+        if !declared {
+            cx.error_spanned_by(
+                &v.ident,
+                format!(
+                    "`{}` is not a type parameter of `{}`: declare it, `fn {}<{}>(...)`",
+                    v.ident, sig.ident, sig.ident, v.ident
+                ),
+            );
+            continue;
+        }
+        if v.types.is_empty() {
+            cx.syn_error(syn::Error::new(
+                v.span,
+                format!("`{}` needs at least one element type", v.ident),
+            ));
+        }
+        let mut seen = Vec::new();
+        for t in &v.types {
+            let text = quote::ToTokens::to_token_stream(t).to_string();
+            if seen.contains(&text) {
+                cx.error_spanned_by(t, format!("`{text}` is listed twice for `{}`", v.ident));
+            }
+            seen.push(text);
+        }
+        let typed_input = op.params.iter().any(|p| {
+            matches!(&p.kind, Kind::Tensor { elem, .. } if op.var_of(elem.ty).is_some_and(|w| w.ident == v.ident))
+        });
+        if !typed_input {
+            cx.error_spanned_by(
+                &v.ident,
+                format!(
+                    "`{0}` types no tensor input: the handler takes `{0}` from an input's \
+                     buffer (`x: TensorRef<'_, {0}>`)",
+                    v.ident
+                ),
+            );
+        }
+    }
 }
 
 /// What the parameter a shape expression names is, for customop-shape's checks. Whether a

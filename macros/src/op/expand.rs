@@ -6,6 +6,7 @@
 //! (`plan.rs`), for the lowering (`lower::call_op`) and the handler (`ffi::run`) alike.
 
 use super::model::{AttrKind, Intent, Kind, Op, Param, Ret, ShapeRule};
+use super::parse::DtypeVar;
 use crate::tokens::respan;
 use customop_shape::Expr;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -107,6 +108,15 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
     }
 }
 
+/// A `dtypes` variable's name and its element types, for the schema.
+fn var_types(p: &TokenStream, v: &DtypeVar) -> (String, TokenStream) {
+    let types = v.types.iter().map(|t| element(p, t));
+    (
+        v.ident.to_string(),
+        quote!(::core::convert::From::from([#(#types),*])),
+    )
+}
+
 /// `<T as Element>::ELEMENT_TYPE`, at the user's type.
 fn element(p: &TokenStream, ty: &syn::Type) -> TokenStream {
     quote_spanned!(ty.span()=> <#ty as #p::types::Element>::ELEMENT_TYPE)
@@ -129,9 +139,15 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     let mut out: Vec<TokenStream> = Vec::new();
     for prm in &op.params {
         match &prm.kind {
-            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => {
-                out.push(bound(elem.ty, quote!(#p::types::Element)));
-            }
+            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => match op.var_of(elem.ty) {
+                // A type parameter is out of scope here: each of its types is bounded instead.
+                Some(v) => {
+                    for t in &v.types {
+                        out.push(bound(t, quote!(#p::types::Element)));
+                    }
+                }
+                None => out.push(bound(elem.ty, quote!(#p::types::Element))),
+            },
             Kind::External {
                 inner,
                 borrow: false,
@@ -233,9 +249,17 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
         let pname = prm.ident.to_string();
         Some(match &prm.kind {
             Kind::Tensor { elem, rank } => {
-                let e = element(p, elem.ty);
                 let rank = option_usize(rank);
-                quote!(#p::tensor_param(#pname, #e, #rank))
+                match op.var_of(elem.ty) {
+                    Some(v) => {
+                        let (var, allowed) = var_types(p, v);
+                        quote!(#p::tensor_param_var(#pname, #var, #allowed, #rank))
+                    }
+                    None => {
+                        let e = element(p, elem.ty);
+                        quote!(#p::tensor_param(#pname, #e, #rank))
+                    }
+                }
             }
             Kind::External { inner, mutable, .. } => {
                 let layout = quote_spanned!(inner.span()=>
@@ -259,7 +283,6 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
             let Kind::Output { elem, shape, .. } = &prm.kind else {
                 return TokenStream::new();
             };
-            let e = element(p, elem.ty);
             let dims: Vec<TokenStream> = match shape {
                 Some(ShapeRule::Of(src)) => {
                     let src = src.to_string();
@@ -275,7 +298,17 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                 None | Some(ShapeRule::Unread) => Vec::new(),
             };
             let rname = prm.ident.to_string();
-            quote!(#p::tensor_result(#rname, #e, ::core::convert::From::from([#(#dims),*])))
+            let dims = quote!(::core::convert::From::from([#(#dims),*]));
+            match op.var_of(elem.ty) {
+                Some(v) => {
+                    let (var, allowed) = var_types(p, v);
+                    quote!(#p::tensor_result_var(#rname, #var, #allowed, #dims))
+                }
+                None => {
+                    let e = element(p, elem.ty);
+                    quote!(#p::tensor_result(#rname, #e, #dims))
+                }
+            }
         }
         Res::Opaque(t) => {
             let layout = quote_spanned!(t.span()=> <#t as #p::descriptor::Descriptor>::layout());
@@ -390,12 +423,35 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::Invalid(..) => {}
         }
     }
+    // A generic op's kernel is called with the types `dispatch` chose, in the order of its type
+    // parameters (each bound to a local type alias, `__T_<name>`).
+    let type_args: Vec<Ident> = op
+        .dtype_vars
+        .iter()
+        .map(|v| format_ident!("__T_{}", v.ident))
+        .collect();
+    let turbofish = if op.dtype_vars.is_empty() {
+        TokenStream::new()
+    } else {
+        let order = op.generic_order.iter().map(|i| &type_args[*i]);
+        quote!(::<#(#order),*>)
+    };
     let doc = format!(
         "The XLA FFI handler of `{}` (register it for target `{}`).\n\n\
          # Safety\n\
          `frame` must be null or a typed-FFI call frame, valid for the duration of the call, \
          as XLA passes to a handler registered with API version 4.",
         op.name, op.target
+    );
+    let body = dispatch(
+        op,
+        p,
+        &quote! {
+            #(#binds)*
+            __b.finish(super::#user_fn #turbofish (#(#call_args),*))?;
+            #(#write_back)*
+            ::core::result::Result::Ok(())
+        },
     );
     quote! {
         #[doc = #doc]
@@ -406,15 +462,41 @@ fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             // SAFETY: this function's contract: `frame` is null (which `run` refuses) or a call
             // frame valid for the duration of the call.
             unsafe {
-                #ffi::run(frame, definition(), |__b| {
-                    #(#binds)*
-                    __b.finish(super::#user_fn(#(#call_args),*))?;
-                    #(#write_back)*
-                    ::core::result::Result::Ok(())
-                })
+                #ffi::run(frame, definition(), |__b| { #body })
             }
         }
     }
+}
+
+/// The handler's body for each combination of a generic op's types: for each `dtypes`
+/// variable, the element type XLA passed (`Binder::dtype_var`) picks one of its listed types,
+/// bound as `__T_<name>` for `body`; a type outside the list was already refused there.
+fn dispatch(op: &Op<'_>, p: &TokenStream, body: &TokenStream) -> TokenStream {
+    fn level(vars: &[DtypeVar], p: &TokenStream, body: &TokenStream) -> TokenStream {
+        let Some((v, rest)) = vars.split_first() else {
+            return body.clone();
+        };
+        let name = v.ident.to_string();
+        let dt = format_ident!("__dt_{}", v.ident);
+        let alias = format_ident!("__T_{}", v.ident);
+        let inner = level(rest, p, body);
+        let arms = v.types.iter().map(|t| {
+            quote! {
+                if #dt == <#t as #p::types::Element>::ELEMENT_TYPE {
+                    #[allow(non_camel_case_types)]
+                    type #alias = #t;
+                    #inner
+                }
+            }
+        });
+        quote! {
+            let #dt = __b.dtype_var(#name)?;
+            #(#arms else)* {
+                ::core::result::Result::Err(__b.dtype_refused(#name, #dt))
+            }
+        }
+    }
+    level(op.dtype_vars, p, body)
 }
 
 fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStream {

@@ -43,15 +43,21 @@ pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
     // errors (options fall back to defaults, parameters that could not be classified are left
     // out of the schema), so that `op::call(...)` and the other names keep resolving and only
     // the real errors show; the `compile_error!`s fail the build. Not for a generic signature
-    // (it names types the module cannot resolve) nor a method (a module cannot go in an
-    // `impl`). The handler, which calls the user's function, needs the signature exactly as
+    // with parameters outside `dtypes(...)` (it names types the module cannot resolve) nor a
+    // method (a module cannot go in an `impl`). The handler, which calls the user's function, needs the signature exactly as
     // modelled: it is emitted only without errors.
-    let generic = item
-        .sig
-        .generics
-        .params
-        .iter()
-        .any(|p| !matches!(p, syn::GenericParam::Lifetime(_)));
+    let listed = |id: &syn::Ident| {
+        options
+            .dtypes
+            .iter()
+            .flat_map(|d| &d.vars)
+            .any(|v| v.ident == *id)
+    };
+    let generic = item.sig.generics.params.iter().any(|p| match p {
+        syn::GenericParam::Lifetime(_) => false,
+        syn::GenericParam::Type(t) => !listed(&t.ident),
+        syn::GenericParam::Const(_) => true,
+    });
     let method = item.sig.receiver().is_some();
     let errors = cx.check();
     let companion = if generic || method {

@@ -1,6 +1,6 @@
 //! The op's model: every parameter classified, with the user's spans kept for errors.
 
-use super::parse::{ItemFn, Options, ParamAttrs, Partition, PartitionEntry};
+use super::parse::{DtypeVar, ItemFn, Options, ParamAttrs, Partition, PartitionEntry};
 use crate::ctxt::Ctxt;
 use customop_shape::{BinOp, Expr};
 use proc_macro2::Span;
@@ -24,6 +24,11 @@ pub(crate) struct Op<'a> {
     pub(crate) params: Vec<Param<'a>>,
     pub(crate) ret: Ret<'a>,
     pub(crate) partition: Option<&'a Partition>,
+    /// The type parameters of a generic op and their element types (`dtypes(...)`).
+    pub(crate) dtype_vars: &'a [DtypeVar],
+    /// The function's type parameters, in declaration order, as indices into `dtype_vars`
+    /// (only when every one is listed there: the handler's turbofish).
+    pub(crate) generic_order: Vec<usize>,
 }
 
 pub(crate) struct Param<'a> {
@@ -174,6 +179,33 @@ impl<'a> Op<'a> {
                 ty: &pt.ty,
             });
         }
+        // A type parameter of `dtypes(...)` types tensors only: an attribute or an external
+        // typed by one is refused (and left out of the companion, which cannot name it).
+        let var = |ty: &syn::Type| {
+            let syn::Type::Path(p) = ty else { return None };
+            let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
+            options
+                .dtypes
+                .iter()
+                .flat_map(|d| &d.vars)
+                .find(|v| v.ident == *id)
+        };
+        for prm in &mut params {
+            let ty = match &prm.kind {
+                Kind::Attr(AttrKind::Value(t) | AttrKind::Ref(t) | AttrKind::Slice(_, t)) => *t,
+                Kind::External { inner, .. } => *inner,
+                _ => continue,
+            };
+            if let Some(v) = var(ty) {
+                prm.kind = invalid(
+                    ty.span(),
+                    format!(
+                        "`{}` types tensors only: an attribute or external has one type",
+                        v.ident
+                    ),
+                );
+            }
+        }
         let ret = match &item.sig.output {
             syn::ReturnType::Default => Ret::Invalid(
                 item.sig.ident.span(),
@@ -200,7 +232,28 @@ impl<'a> Op<'a> {
             params,
             ret,
             partition: options.partition.as_ref(),
+            dtype_vars: options.dtypes.as_ref().map_or(&[], |d| d.vars.as_slice()),
+            generic_order: item
+                .sig
+                .generics
+                .type_params()
+                .filter_map(|t| {
+                    options
+                        .dtypes
+                        .as_ref()?
+                        .vars
+                        .iter()
+                        .position(|v| v.ident == t.ident)
+                })
+                .collect(),
         }
+    }
+
+    /// The `dtypes` variable that `ty` is (a bare type parameter listed there), if any.
+    pub(crate) fn var_of(&self, ty: &syn::Type) -> Option<&'a DtypeVar> {
+        let syn::Type::Path(p) = ty else { return None };
+        let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
+        self.dtype_vars.iter().find(|v| v.ident == *id)
     }
 
     /// The `partition` entry of parameter `name`, if any.

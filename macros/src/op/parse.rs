@@ -19,8 +19,48 @@ pub(crate) struct Options {
     pub(crate) api_version: Option<syn::LitInt>,
     pub(crate) krate: Option<syn::Path>,
     pub(crate) partition: Option<Partition>,
+    pub(crate) dtypes: Option<Dtypes>,
     /// Where the attribute is, for "missing `name`".
     pub(crate) span: Option<Span>,
+}
+
+/// `dtypes(T = [f32, bf16, f16])`: the element types each type parameter of a generic op may be.
+pub(crate) struct Dtypes {
+    pub(crate) vars: Vec<DtypeVar>,
+}
+
+/// One type parameter of `dtypes(...)` and its types, as written.
+pub(crate) struct DtypeVar {
+    pub(crate) ident: syn::Ident,
+    pub(crate) types: Vec<syn::Type>,
+    /// The `[...]` list's span.
+    pub(crate) span: Span,
+}
+
+/// Parses the inside of `dtypes(...)`; a bad entry is recorded and the rest still read.
+fn dtypes(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Dtypes> {
+    let mut d = Dtypes { vars: Vec::new() };
+    options::parse_nested(cx, meta, |cx, inner| {
+        let Some(ident) = inner.path.get_ident().cloned() else {
+            return Err(inner.error("expected a type parameter: `dtypes(T = [f32, f64])`"));
+        };
+        let value = inner.value()?;
+        let content;
+        let bracket = syn::bracketed!(content in value);
+        let types =
+            syn::punctuated::Punctuated::<syn::Type, syn::Token![,]>::parse_terminated(&content)?;
+        if d.vars.iter().any(|v| v.ident == ident) {
+            cx.error_spanned_by(&ident, format!("duplicate `{ident}` in `dtypes`"));
+        } else {
+            d.vars.push(DtypeVar {
+                ident,
+                types: types.into_iter().collect(),
+                span: bracket.span.join(),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(d)
 }
 
 /// `partition(x = [rows, _], w = [rows])`: for tensor inputs, the factor (or `_`) of each
@@ -91,7 +131,8 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
     Ok(p)
 }
 
-const OPTIONS: &str = "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`";
+const OPTIONS: &str =
+    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`";
 
 /// Reads the options; a bad one is recorded and the others still read, so that a later `name`
 /// is not lost.
@@ -103,6 +144,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
     let mut api_version = Attr::none("option", "api_version");
     let mut krate = Attr::none("option", "crate");
     let mut partition_ = Attr::none("option", "partition");
+    let mut dtypes_ = Attr::none("option", "dtypes");
     options::parse_entries(cx, args, |cx, meta| {
         let p = &meta.path;
         let key = p.get_ident().map(ToString::to_string).unwrap_or_default();
@@ -130,6 +172,10 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
                 let v = partition(cx, &meta)?;
                 partition_.set(cx, p, v);
             }
+            "dtypes" => {
+                let v = dtypes(cx, &meta)?;
+                dtypes_.set(cx, p, v);
+            }
             _ => {
                 return Err(meta.error(format!(
                     "unknown option `{}`: expected one of: {OPTIONS}",
@@ -147,6 +193,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
         api_version: api_version.get(),
         krate: krate.get(),
         partition: partition_.get(),
+        dtypes: dtypes_.get(),
         span,
     }
 }

@@ -62,6 +62,11 @@ pub enum TypeLayout {
     U32,
     /// `u64`.
     U64,
+    /// `f16` (IEEE binary16, `half::f16`): two bytes, little-endian bits.
+    F16,
+    /// `bf16` (bfloat16, `half::bf16`): two bytes, little-endian bits.
+    #[serde(rename = "bf16")]
+    BF16,
     /// `f32`.
     F32,
     /// `f64`.
@@ -140,6 +145,8 @@ impl TypeLayout {
             TypeLayout::U16 => "u16",
             TypeLayout::U32 => "u32",
             TypeLayout::U64 => "u64",
+            TypeLayout::F16 => "f16",
+            TypeLayout::BF16 => "bf16",
             TypeLayout::F32 => "f32",
             TypeLayout::F64 => "f64",
             TypeLayout::String => "String",
@@ -309,5 +316,18 @@ mod tests {
             "Cfg{m:Mode(u8){Fast=0,Exact=1},a:[u16;2],v:Vec<f32>,s:String}"
         );
         assert_eq!(l.fingerprint, fingerprint_of(l.canonical.as_bytes()));
+    }
+
+    #[test]
+    fn half_floats_are_spelled_as_rust_spells_them() {
+        for (t, name) in [(TypeLayout::F16, "f16"), (TypeLayout::BF16, "bf16")] {
+            let mut s = String::new();
+            t.write_canonical(&mut s);
+            assert_eq!(s, name);
+            assert_eq!(
+                serde_json::to_value(&t).unwrap(),
+                serde_json::json!({ "kind": name })
+            );
+        }
     }
 }

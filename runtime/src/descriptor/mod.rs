@@ -47,6 +47,11 @@ macro_rules! in_place {
     )*};
 }
 in_place!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+// SAFETY: `half::f16` and `half::bf16` are `#[repr(transparent)]` over `u16`: two bytes at
+// alignment 2, stored as their little-endian bits, as the wire format writes them.
+unsafe impl InPlace for half::f16 {}
+// SAFETY: as for `half::f16`.
+unsafe impl InPlace for half::bf16 {}
 // SAFETY: an array's elements are back to back in both layouts.
 unsafe impl<T: InPlace, const N: usize> InPlace for [T; N] {}
 

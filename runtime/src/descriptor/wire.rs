@@ -10,7 +10,8 @@ use super::layout::TypeLayout;
     message = "`{Self}` cannot be a descriptor field: add `#[derive(Descriptor)]` to it, \
                without `Vec`/`String` fields",
     label = "not a fixed-layout descriptor field type",
-    note = "descriptor fields are bool, i8..i64, u8..u64, f32, f64, [T; N], Vec<T>, String, \
+    note = "descriptor fields are bool, i8..i64, u8..u64, f16, bf16, f32, f64, [T; N], Vec<T>, \
+            String, \
             field-less enums with an explicit repr, and other descriptors of fixed layout (a \
             descriptor with `Vec` or `String` tails cannot be nested)"
 )]
@@ -87,6 +88,36 @@ wire_int!(
     u16 => U16, u32 => U32, u64 => U64,
     f32 => F32, f64 => F64,
 );
+
+/// The half floats: their little-endian bits; every bit pattern is a value (NaNs included).
+macro_rules! wire_half {
+    ($($t:ty => $kind:ident),* $(,)?) => {$(
+        impl Wire for $t {
+            const SIZE: usize = 2;
+            const ALIGN: usize = 2;
+            const PLAIN: bool = true;
+            fn describe() -> TypeLayout { TypeLayout::$kind }
+            #[inline]
+            fn write(&self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn read(bytes: &[u8]) -> Result<Self, DescriptorError> {
+                Ok(Self::read_plain(bytes))
+            }
+            #[inline]
+            fn read_plain(bytes: &[u8]) -> Self {
+                let mut a = [0u8; 2];
+                a.copy_from_slice(bytes);
+                <$t>::from_le_bytes(a)
+            }
+            #[inline]
+            fn placeholder() -> Self { <$t>::ZERO }
+        }
+    )*};
+}
+
+wire_half!(half::f16 => F16, half::bf16 => BF16);
 
 /// `u8`, whose arrays (tags, names, raw bytes) are read with one copy.
 impl Wire for u8 {

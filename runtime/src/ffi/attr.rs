@@ -44,7 +44,8 @@ pub enum AttrLit {
     message = "`{Self}` cannot be an attribute of a custom op",
     label = "not an attribute type",
     note = "attributes are bool, i8..i64, u8..u64, f32, f64, `&str`, `&[T]` of i8..i64, f32 or \
-            f64, or `&T` of a descriptor"
+            f64, or `&T` of a descriptor; XLA's FFI passes no f16, bf16, complex or fp8 \
+            attribute (take an f32 and convert it in the kernel)"
 )]
 pub trait AttrValue<'f>: Sized {
     /// The schema's attribute type.

@@ -3,14 +3,14 @@
 //! ...) and the binder knows, from the schema alone, which operand, attribute or result each one
 //! is and what shape each output must have.
 
-use super::frame::op_err;
+use super::frame::{element_name, op_err};
 use super::{AttrRef, AttrValue, CallCx, handle};
 use crate::descriptor::{Descriptor, ReprC};
 use crate::error::{OpError, Refusal};
 use crate::plan::{OpDef, ParamSlot, Plan, ResultPlan, ShapeEnv};
-use crate::schema::{OpSchema, ParamKind};
+use crate::schema::{OpSchema, ParamKind, one_of};
 use crate::tensor::{Opaque, TensorMut, TensorRef};
-use crate::types::Element;
+use crate::types::{Element, ElementType};
 use core::cell::Cell;
 
 /// Hands a kernel's parameters out of one call frame, in the order the op declares them.
@@ -131,6 +131,49 @@ impl<'c, 'f> Binder<'c, 'f> {
             &self.schema.name,
             Refusal::BadBinding,
             format!("the handler asks for {what} {i}, the schema has {n}"),
+        )
+    }
+
+    /// The element type of the op's type parameter `var` in this call (a generic op's handler
+    /// asks first, and runs the kernel's instantiation for it): the dtype XLA passed for the
+    /// first tensor input it types, which must be one of the allowed types.
+    pub fn dtype_var(&self, var: &str) -> Result<ElementType, OpError> {
+        let Some(v) = self.plan.dtype_vars.iter().find(|v| v.name == var) else {
+            return Err(self.mismatch(var, "a type parameter"));
+        };
+        let o = v.operands[0];
+        let param = self
+            .plan
+            .operand_params
+            .get(o)
+            .and_then(|&p| self.schema.params.get(p))
+            .map_or("?", |p| p.name.as_str());
+        let code = self.cx.arg_dtype(o)?;
+        match u32::try_from(code)
+            .ok()
+            .and_then(ElementType::from_xla_code)
+        {
+            Some(e) if v.allowed.contains(&e) => Ok(e),
+            other => Err(op_err(
+                &self.schema.name,
+                Refusal::WrongDtype,
+                format!(
+                    "parameter `{param}`: expected a tensor of {} (`{var}`), got {}",
+                    one_of(&v.allowed),
+                    other.map_or_else(|| element_name(code), |e| e.to_string())
+                ),
+            )),
+        }
+    }
+
+    /// The error for a type parameter's type that the handler has no instantiation for (the
+    /// handler and the schema disagree: a bug, not a bad call).
+    #[cold]
+    pub fn dtype_refused(&self, var: &str, element: ElementType) -> OpError {
+        op_err(
+            &self.schema.name,
+            Refusal::BadBinding,
+            format!("the handler has no instantiation for `{var}` = {element}"),
         )
     }
 

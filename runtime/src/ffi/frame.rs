@@ -250,6 +250,11 @@ impl<'f> CallCx<'f> {
         Ok(())
     }
 
+    /// The XLA dtype code of argument `i`.
+    pub(super) fn arg_dtype(&self, i: usize) -> Result<i32, OpError> {
+        self.raw(true, i).map(|r| r.dtype)
+    }
+
     /// Dimensions of argument `i` (`None` when there is no such buffer: the shape checks then
     /// fail, and binding the argument itself reports why).
     #[inline]
@@ -407,3 +412,13 @@ macro_rules! not_bool {
     ($($t:ty),*) => {$(impl NotBool for $t {})*};
 }
 not_bool!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+// Every bit pattern of these is a value too: half floats and fp8 are bit containers whose every
+// pattern is a number, an infinity or a NaN; a complex number is two floats.
+not_bool!(
+    half::f16,
+    half::bf16,
+    crate::types::Complex64,
+    crate::types::Complex128,
+    crate::float8::F8E4M3FN,
+    crate::float8::F8E5M2
+);

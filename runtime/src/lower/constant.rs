@@ -82,7 +82,39 @@ macro_rules! constant_element {
         }
     )*};
 }
-constant_element!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+constant_element!(
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    f32,
+    f64,
+    half::f16,
+    half::bf16
+);
+
+/// Real part then imaginary part, as XLA lays out complex numbers.
+impl<T: ConstantElement> ConstantElement for num_complex::Complex<T> {
+    fn append_le(&self, out: &mut Vec<u8>) {
+        self.re.append_le(out);
+        self.im.append_le(out);
+    }
+}
+
+macro_rules! constant_byte {
+    ($($t:ty),*) => {$(
+        impl ConstantElement for $t {
+            fn append_le(&self, out: &mut Vec<u8>) {
+                out.push(self.to_bits());
+            }
+        }
+    )*};
+}
+constant_byte!(crate::float8::F8E4M3FN, crate::float8::F8E5M2);
 
 impl ConstantElement for bool {
     fn append_le(&self, out: &mut Vec<u8>) {

@@ -32,18 +32,23 @@ impl FuncBuilder<'_> {
     /// An elementwise op of one operand (`stablehlo.sine` and friends); see [`UnaryOp`].
     pub fn unary(&mut self, op: UnaryOp, x: &Value) -> Result<Value, BuildError> {
         let name = op.op_name();
-        if op.needs_float() && !x.element().is_float() {
+        let element = x.element();
+        if op.needs_float() && !element.is_float() && !element.is_complex() {
             return Err(BuildError::new(format!(
-                "{name} takes a floating-point tensor, got {}",
+                "{name} takes a floating-point or complex tensor, got {}",
                 x.ty()
             )));
         }
-        if matches!(x.element(), ElementType::Bool)
-            || (op == UnaryOp::Negate && x.element().is_unsigned())
+        if matches!(element, ElementType::Bool) || (op == UnaryOp::Negate && element.is_unsigned())
         {
             return Err(BuildError::new(format!("{name} does not take {}", x.ty())));
         }
-        let v = self.one(name, &[x], x.ty().clone())?;
+        // The absolute value of a complex number is real.
+        let result = match (op, element.complex_part()) {
+            (UnaryOp::Abs, Some(part)) => x.ty().with_element(part),
+            _ => x.ty().clone(),
+        };
+        let v = self.one(name, &[x], result)?;
         self.propagate_sharding(&[x], &v);
         Ok(v)
     }
@@ -124,8 +129,18 @@ impl FuncBuilder<'_> {
                 x.ty()
             )));
         }
+        if op == ReduceOp::Max && element.is_complex() {
+            return Err(BuildError::new(format!(
+                "stablehlo.reduce with max does not take {}: complex numbers have no order",
+                x.ty()
+            )));
+        }
         let init = match (op, element.is_float()) {
             (ReduceOp::Add, _) => 0.0,
+            // f8E4M3FN has no infinities: its lowest value is the identity of max.
+            (ReduceOp::Max, true) if element == ElementType::F8E4M3FN => {
+                crate::float8::F8E4M3FN::MIN.to_f64()
+            }
             (ReduceOp::Max, true) => f64::NEG_INFINITY,
             (ReduceOp::Max, false) if element.is_unsigned() => 0.0,
             (ReduceOp::Max, false) => -(2f64.powi(element.byte_size() as i32 * 8 - 1)),
@@ -163,6 +178,34 @@ pub(super) fn scalar_literal(element: ElementType, value: f64) -> Result<String,
         }
         ElementType::F64 => {
             let _ = attr::write_f64(&mut s, value);
+        }
+        // The nearest value of the type, as its bits in hex (exact; MLIR reads a hex literal
+        // of a float type as its bit pattern).
+        ElementType::F16 => s = format!("0x{:04X}", half::f16::from_f64(value).to_bits()),
+        ElementType::BF16 => s = format!("0x{:04X}", half::bf16::from_f64(value).to_bits()),
+        ElementType::F8E4M3FN => {
+            s = format!(
+                "0x{:02X}",
+                crate::float8::F8E4M3FN::from_f64(value).to_bits()
+            );
+        }
+        ElementType::F8E5M2 => {
+            s = format!("0x{:02X}", crate::float8::F8E5M2::from_f64(value).to_bits());
+        }
+        // `(re, im)`: a real value, imaginary part zero.
+        ElementType::C64 => {
+            s.push('(');
+            let _ = attr::write_f32(&mut s, value as f32);
+            s.push_str(", ");
+            let _ = attr::write_f32(&mut s, 0.0);
+            s.push(')');
+        }
+        ElementType::C128 => {
+            s.push('(');
+            let _ = attr::write_f64(&mut s, value);
+            s.push_str(", ");
+            let _ = attr::write_f64(&mut s, 0.0);
+            s.push(')');
         }
         ElementType::Bool => {
             if value != 0.0 && value != 1.0 {

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::descriptor::Descriptor;
 use crate::ffi::AttrLit;
-use crate::plan::{OpDef, Plan, ResultPlan, ShapeEnv};
-use crate::schema::{OpSchema, ParamKind};
+use crate::plan::{OpDef, Plan, ResultDtype, ResultPlan, ShapeEnv};
+use crate::schema::{OpSchema, ParamKind, TensorDtype};
 use crate::types::{ElementType, TensorType};
 
 /// Emits op `def` as a `stablehlo.custom_call` in `f` and returns its results in the schema's
@@ -34,7 +34,7 @@ pub fn call_op(
     for (&v, &p) in operands.iter().zip(&plan.operand_params) {
         let param = &schema.params[p];
         match &param.kind {
-            ParamKind::Tensor { dtype, rank } => check_operand(op, &param.name, v, *dtype, *rank)?,
+            ParamKind::Tensor { dtype, rank } => check_operand(op, &param.name, v, dtype, *rank)?,
             ParamKind::External { descriptor, .. } => {
                 let size = descriptor.packed_size.map(|n| n as i64);
                 if v.element() != ElementType::U8
@@ -50,6 +50,23 @@ pub fn call_op(
                 }
             }
             ParamKind::Attribute { .. } => {}
+        }
+    }
+    // A type parameter is one type in a call: every operand it types has the first one's.
+    for var in &plan.dtype_vars {
+        let first = var.operands[0];
+        for &o in &var.operands[1..] {
+            if operands[o].element() != operands[first].element() {
+                let name = |o: usize| &schema.params[plan.operand_params[o]].name;
+                return Err(BuildError::new(format!(
+                    "{op}: `{}` is {} and `{}` is {}, but both are `{}`: one type per call",
+                    name(first),
+                    operands[first].ty(),
+                    name(o),
+                    operands[o].ty(),
+                    var.name
+                )));
+            }
         }
     }
     let attr_names: Vec<&str> = schema
@@ -82,7 +99,11 @@ pub fn call_op(
                         describe_attrs(&attr_names, &attrs),
                     ))
                 })?;
-                TensorType::new(*element, shape)
+                let element = match *element {
+                    ResultDtype::Fixed(e) => e,
+                    ResultDtype::Of(o) => operands[o].element(),
+                };
+                TensorType::new(element, shape)
                     .map_err(|e| BuildError::new(format!("{op}: output `{}`: {e}", rs.name)))?
             }
             ResultPlan::Opaque { size: Some(n) } => {
@@ -123,12 +144,13 @@ fn check_operand(
     op: &str,
     param: &str,
     v: &Value,
-    element: ElementType,
+    dtype: &TensorDtype,
     rank: Option<usize>,
 ) -> Result<(), BuildError> {
-    if v.element() != element {
+    if !dtype.admits(v.element()) {
         return Err(BuildError::new(format!(
-            "{op}: parameter `{param}` takes a tensor of {element}, got {}",
+            "{op}: parameter `{param}` takes a tensor of {}, got {}",
+            dtype.describe(),
             v.ty()
         )));
     }

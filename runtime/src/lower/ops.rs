@@ -111,8 +111,18 @@ impl FuncBuilder<'_> {
                 ),
             );
         }
+        if lhs.element().is_complex() && !matches!(direction, Compare::Eq | Compare::Ne) {
+            return err(
+                "stablehlo.compare",
+                format!(
+                    "complex numbers have no order: {} compares {} only with Eq or Ne",
+                    lhs.ty(),
+                    direction.name()
+                ),
+            );
+        }
         let kind = match lhs.element() {
-            e if e.is_float() => "FLOAT",
+            e if e.is_float() || e.is_complex() => "FLOAT",
             e if e.is_unsigned() || e == ElementType::Bool => "UNSIGNED",
             _ => "SIGNED",
         };

@@ -1,4 +1,5 @@
-// Ops are not generic.
+// A generic op lists the element types of each type parameter in `dtypes(...)`; one that does
+// not is refused (and has no companion module, whose items could not name `T`).
 use customop::prelude::*;
 
 #[derive(Descriptor)]

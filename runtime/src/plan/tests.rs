@@ -1,0 +1,249 @@
+//! The plan's rules, on schemas made here.
+
+use super::*;
+use crate::descriptor::Descriptor;
+use crate::schema::{ParamSchema, ResultSchema};
+use customop_shape::{BinOp, EvalError};
+
+#[derive(crate::Descriptor)]
+#[descriptor(name = "plan::State")]
+struct State {
+    n: u64,
+}
+
+fn tensor(name: &str, rank: Option<usize>) -> ParamSchema {
+    ParamSchema {
+        name: name.into(),
+        kind: ParamKind::Tensor {
+            dtype: TensorDtype::Fixed(ElementType::F32),
+            rank,
+        },
+    }
+}
+
+fn external(name: &str, mutable: bool) -> ParamSchema {
+    ParamSchema {
+        name: name.into(),
+        kind: ParamKind::External {
+            mutable,
+            descriptor: State::layout().clone(),
+        },
+    }
+}
+
+fn attr(name: &str) -> ParamSchema {
+    ParamSchema {
+        name: name.into(),
+        kind: ParamKind::Attribute { ty: AttrType::Bool },
+    }
+}
+
+fn out(name: &str, shape: Vec<DimRule>) -> ResultSchema {
+    ResultSchema {
+        name: name.into(),
+        kind: ResultKind::Tensor {
+            dtype: TensorDtype::Fixed(ElementType::I8),
+            shape,
+        },
+    }
+}
+
+fn schema(params: Vec<ParamSchema>, results: Vec<ResultSchema>) -> OpSchema {
+    OpSchema {
+        name: "t::op".into(),
+        target: "t.op".into(),
+        api_version: 4,
+        side_effect: false,
+        params,
+        results,
+        partition: None,
+    }
+}
+
+fn dim_of(param: &str, dim: usize) -> DimRule {
+    DimRule::DimOf {
+        param: param.into(),
+        dim,
+    }
+}
+
+#[test]
+fn operands_attributes_results_and_aliases_in_order() {
+    let s = schema(
+        vec![
+            attr("flag"),
+            external("state", true),
+            tensor("x", Some(2)),
+            attr("eps"),
+            tensor("w", None),
+        ],
+        vec![
+            out("y", vec![dim_of("x", 1), DimRule::Const { size: 4 }]),
+            out("z", vec![DimRule::ShapeOf { param: "w".into() }]),
+            ResultSchema {
+                name: "state".into(),
+                kind: ResultKind::UpdatedExternal {
+                    param: "state".into(),
+                    operand: 0,
+                },
+            },
+        ],
+    );
+    let p = Plan::new(&s).unwrap();
+    assert_eq!(
+        p.params,
+        vec![
+            ParamSlot::Attribute(0),
+            ParamSlot::Operand(0),
+            ParamSlot::Operand(1),
+            ParamSlot::Attribute(1),
+            ParamSlot::Operand(2),
+        ]
+    );
+    assert_eq!(p.operand_params.len(), 3);
+    assert_eq!(p.operand_params, vec![1, 2, 4]);
+    assert_eq!(
+        p.results,
+        vec![
+            ResultPlan::Tensor {
+                element: ResultDtype::Fixed(ElementType::I8),
+                shape: OutputShape::Dims(vec![
+                    Expr::Dim {
+                        param: ParamRef {
+                            name: "x".into(),
+                            slot: ParamSlot::Operand(1)
+                        },
+                        dim: 1
+                    },
+                    Expr::Lit(4)
+                ]),
+            },
+            ResultPlan::Tensor {
+                element: ResultDtype::Fixed(ElementType::I8),
+                shape: OutputShape::Of(2),
+            },
+            ResultPlan::Updated { operand: 0 },
+        ]
+    );
+    assert_eq!(p.aliases, vec![(2, 0)]);
+}
+
+#[test]
+fn inconsistent_schemas_are_errors_not_defaults() {
+    let bad = [
+        (
+            schema(
+                vec![tensor("x", None)],
+                vec![out("y", vec![dim_of("q", 0)])],
+            ),
+            "t::op: the shape of output `y`: `q` is not a parameter of this op",
+        ),
+        (
+            schema(
+                vec![tensor("x", Some(2))],
+                vec![out("y", vec![dim_of("x", 2)])],
+            ),
+            "t::op: the shape of output `y`: `x` has rank 2: it has no dimension 2",
+        ),
+        (
+            schema(
+                vec![tensor("x", None), attr("flag")],
+                vec![out(
+                    "y",
+                    vec![DimRule::from_expr(Expr::bin(
+                        BinOp::Add,
+                        Expr::Dim {
+                            param: "x".into(),
+                            dim: 0,
+                        },
+                        Expr::Attr("flag".into()),
+                    ))],
+                )],
+            ),
+            "t::op: the shape of output `y`: attribute `flag` is not an integer: shape rules \
+             take integer attributes",
+        ),
+        (
+            schema(
+                vec![external("s", false)],
+                vec![out("y", vec![dim_of("s", 0)])],
+            ),
+            "t::op: the shape of output `y`: `s` is an external, not a tensor input (`.dim(k)`)",
+        ),
+        (
+            schema(
+                vec![external("s", false)],
+                vec![ResultSchema {
+                    name: "s".into(),
+                    kind: ResultKind::UpdatedExternal {
+                        param: "s".into(),
+                        operand: 0,
+                    },
+                }],
+            ),
+            "t::op: result `s` updates `s`, which is not a `&mut` external",
+        ),
+    ];
+    for (s, want) in bad {
+        assert_eq!(Plan::new(&s).unwrap_err(), want);
+        assert_eq!(OpDef::new(s).plan().unwrap_err(), want);
+    }
+}
+
+struct Vals;
+impl ShapeEnv for Vals {
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+        [&[3i64, 5][..], &[7]].get(operand).copied()
+    }
+    fn attr_int(&self, slot: usize, name: &str) -> Option<i64> {
+        (slot == 0 && name == "k").then_some(2)
+    }
+    fn attr_len(&self, _: usize, _: &str) -> Option<i64> {
+        None
+    }
+}
+
+fn operand_dim(name: &str, operand: usize, dim: usize) -> OutputDim {
+    Expr::Dim {
+        param: ParamRef {
+            name: name.into(),
+            slot: ParamSlot::Operand(operand),
+        },
+        dim,
+    }
+}
+
+#[test]
+fn shapes_evaluate_and_match_from_operand_dims_and_attributes() {
+    let k = Expr::Attr(ParamRef {
+        name: "k".into(),
+        slot: ParamSlot::Attribute(0),
+    });
+    let rule = OutputShape::Dims(vec![
+        operand_dim("x", 0, 1),
+        Expr::Lit(2),
+        operand_dim("w", 1, 0),
+        // ceil_div(x.dim(1), k) * k
+        Expr::bin(
+            BinOp::Mul,
+            Expr::bin(BinOp::CeilDiv, operand_dim("x", 0, 1), k.clone()),
+            k.clone(),
+        ),
+    ]);
+    assert_eq!(rule.eval(&Vals), Ok(vec![5, 2, 7, 6]));
+    assert!(rule.matches(&[5, 2, 7, 6], &Vals));
+    assert!(!rule.matches(&[5, 2, 7], &Vals));
+    assert!(!rule.matches(&[5, 2, 7, 5], &Vals));
+    assert_eq!(OutputShape::Of(0).eval(&Vals), Ok(vec![3, 5]));
+    assert!(OutputShape::Of(0).matches(&[3, 5], &Vals));
+    assert!(!OutputShape::Of(0).matches(&[5, 3], &Vals));
+    let beyond = OutputShape::Dims(vec![operand_dim("w", 1, 1)]);
+    assert_eq!(
+        beyond.eval(&Vals),
+        Err((0, EvalError::Missing("`w.dim(1)`".into())))
+    );
+    assert!(!beyond.matches(&[7], &Vals));
+    // A computed size of zero is refused, a copied zero is not.
+    let zero = OutputShape::Dims(vec![Expr::bin(BinOp::Sub, k.clone(), k)]);
+    assert_eq!(zero.eval(&Vals), Err((0, EvalError::NotASize(0))));
+}
