@@ -1725,3 +1725,68 @@ fn complex_fp8_and_half_tensors_run_on_xla() {
         );
     }
 }
+
+/// The generic rms_norm in its half-precision instantiations, from the builder through XLA:
+/// the reference computes in f64 from the same half-precision inputs; results within half an
+/// ulp of the format (bf16 2^-8, f16 2^-11 relative), the kernel rounding once.
+#[test]
+fn the_generic_rms_norm_runs_in_bf16_and_f16_on_xla() {
+    let xs = [1.0f32, -2.0, 3.0, 0.5, 0.0, 4.0, -1.0, 2.5];
+    let mut m = Module::new();
+    let mut f = m
+        .entry(
+            "main",
+            [t(ElementType::BF16, &[2, 4]), t(ElementType::F16, &[2, 4])],
+        )
+        .unwrap();
+    let (a, b) = (f.arg(0).unwrap(), f.arg(1).unwrap());
+    let ya = k::rms_norm_t::call(&mut f, &a, 1e-3).unwrap();
+    let yb = k::rms_norm_t::call(&mut f, &b, 1e-3).unwrap();
+    assert_eq!(ya.ty().to_string(), "tensor<2x4xbf16>");
+    assert_eq!(yb.ty().to_string(), "tensor<2x4xf16>");
+    f.ret(&[&ya, &yb]).unwrap();
+    let text = m.to_text().unwrap();
+    let xb: Vec<bf16> = xs.iter().map(|&v| bf16::from_f32(v)).collect();
+    let xh: Vec<f16> = xs.iter().map(|&v| f16::from_f32(v)).collect();
+    let out = run(
+        &text,
+        vec![vec![
+            Array::from_bytes(
+                "bfloat16",
+                &[2, 4],
+                &bytes_of(&xb, |v| v.to_le_bytes().to_vec()),
+            ),
+            Array::from_bytes(
+                "float16",
+                &[2, 4],
+                &bytes_of(&xh, |v| v.to_le_bytes().to_vec()),
+            ),
+        ]],
+    );
+    let out = out[0].as_ref().unwrap();
+    let reference = |x: Vec<f64>| -> Vec<f64> {
+        x.chunks(4)
+            .flat_map(|row| {
+                let ms = row.iter().map(|a| a * a).sum::<f64>() / 4.0;
+                let inv = 1.0 / (ms + f64::from(1e-3f32)).sqrt();
+                row.iter().map(move |a| a * inv).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let got_b = values_of(&out[0].bytes(), 2, |c| bf16::from_le_bytes([c[0], c[1]]));
+    let want_b = reference(xb.iter().map(|v| v.to_f64()).collect());
+    for (g, w) in got_b.iter().zip(&want_b) {
+        assert!(
+            (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-8),
+            "bf16 {g} vs {w}"
+        );
+    }
+    let got_h = values_of(&out[1].bytes(), 2, |c| f16::from_le_bytes([c[0], c[1]]));
+    let want_h = reference(xh.iter().map(|v| v.to_f64()).collect());
+    for (g, w) in got_h.iter().zip(&want_h) {
+        assert!(
+            (g.to_f64() - w).abs() <= w.abs() * 2f64.powi(-11),
+            "f16 {g} vs {w}"
+        );
+    }
+}

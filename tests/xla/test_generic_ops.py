@@ -85,13 +85,18 @@ class Generic(unittest.TestCase):
 
         class Norm(torch.nn.Module):
             def forward(self, x):
-                return torch.ops.example.rms_norm_t(x, eps=EPS) + 1
+                return torch.ops.example.rms_norm_t(x, eps=EPS) * 2
 
-        x = torch.from_numpy(X.astype(np.float32))
-        exported = ct.export(torch.export.export(Norm(), (x,)), TORCH)
-        self.assertIn("stablehlo.custom_call @example.rms_norm_t(", exported.text)
-        # f32 output plus 1 in f32: one rounding of the sum on top of the kernel's.
-        np.testing.assert_allclose(exported.run(x).numpy(), reference(X) + 1, rtol=2e-7, atol=2e-7)
+        # Exported through torch_xla and run on XLA, in every dtype of the list.
+        for dtype, rtol in DTYPES:
+            with self.subTest(export=dtype):
+                x = torch.from_numpy(X.astype(np.float32)).to(TORCH_DTYPES[np.dtype(dtype)])
+                exported = ct.export(torch.export.export(Norm(), (x,)), TORCH)
+                self.assertIn("stablehlo.custom_call @example.rms_norm_t(", exported.text)
+                y = exported.run(x)
+                self.assertEqual(y.dtype, x.dtype)
+                # Times 2 is exact in every format.
+                self.check(y.double().numpy().astype(dtype) / 2, dtype, rtol, x.double().numpy())
 
     def test_the_handler_refuses_a_dtype_outside_the_list(self):
         # Past Python's checks, straight into the handler through customop_call.
