@@ -97,15 +97,16 @@ class Torch(unittest.TestCase):
         self.assertTrue(torch.equal(cat, ecat) and torch.equal(tv, ev) and torch.equal(ti, ei))
 
         class Pool(torch.nn.Module):
-            def forward(self, x, v):
+            def forward(self, x, b, v):
                 y = torch.ops.example.avg_pool(x, k=3, stride=2, pad=1)
                 values, indices = torch.ops.example.top_k(v, k=2)
-                return y + 1, values, indices
+                return y + 1, torch.ops.example.concat_rows(x, b), values, indices
 
-        exported = ct.export(torch.export.export(Pool(), (x, v)), TORCH)
+        exported = ct.export(torch.export.export(Pool(), (x, b, v)), TORCH)
         self.assertIn("k = 3 : i64", exported.text)
-        y, values, indices = exported.run(x, v)
+        y, cat, values, indices = exported.run(x, b, v)
         np.testing.assert_allclose(y.numpy(), avg_pool_reference(X, 3, 2, 1) + 1, rtol=1e-6)
+        np.testing.assert_array_equal(cat.numpy(), np.concatenate([X, B]))
         want_v, want_i = top_k_reference(V, 2)
         np.testing.assert_array_equal(values.numpy(), want_v)
         np.testing.assert_array_equal(indices.numpy(), want_i)
