@@ -65,7 +65,6 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         ));
     }
 
-    let names: Vec<String> = op.params.iter().map(|p| p.ident.to_string()).collect();
     for p in &op.params {
         match &p.kind {
             Kind::Invalid(span, message, _) => cx.syn_error(syn::Error::new(*span, message)),
@@ -86,7 +85,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                 )),
                 Some(ShapeRule::Unread) => {}
                 Some(ShapeRule::Of(src)) => {
-                    if let Some(r) = check_source(cx, op, src, &names) {
+                    if let Some(r) = check_source(cx, op, src) {
                         if let (Some(r), Some(want)) = (r, rank)
                             && r != *want
                         {
@@ -410,18 +409,13 @@ fn facts(op: &Op<'_>, name: &syn::Ident) -> Facts {
 
 /// Checks that a shape rule's source is a tensor input; returns its declared rank (`Some(None)`
 /// when not fixed), or `None` after reporting an error.
-fn check_source(
-    cx: &mut Ctxt,
-    op: &Op<'_>,
-    src: &syn::Ident,
-    names: &[String],
-) -> Option<Option<usize>> {
-    let Some(i) = names.iter().position(|n| src == n) else {
-        cx.error_spanned_by(src, format!("`{src}` is not a parameter of this op"));
-        return None;
-    };
-    match &op.params[i].kind {
-        Kind::Tensor { rank, .. } => Some(*rank),
+fn check_source(cx: &mut Ctxt, op: &Op<'_>, src: &syn::Ident) -> Option<Option<usize>> {
+    match facts(op, src) {
+        Facts::Tensor { rank } => Some(rank),
+        Facts::Unknown => {
+            cx.error_spanned_by(src, format!("`{src}` is not a parameter of this op"));
+            None
+        }
         _ => {
             cx.error_spanned_by(
                 src,

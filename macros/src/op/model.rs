@@ -181,22 +181,17 @@ impl<'a> Op<'a> {
         }
         // A type parameter of `dtypes(...)` types tensors only: an attribute or an external
         // typed by one is refused (and left out of the companion, which cannot name it).
-        let var = |ty: &syn::Type| {
-            let syn::Type::Path(p) = ty else { return None };
-            let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
-            options
-                .dtypes
-                .iter()
-                .flat_map(|d| &d.vars)
-                .find(|v| v.ident == *id)
-        };
+        let vars = options
+            .dtypes
+            .as_ref()
+            .map_or(&[][..], |d| d.vars.as_slice());
         for prm in &mut params {
             let ty = match &prm.kind {
                 Kind::Attr(AttrKind::Value(t) | AttrKind::Ref(t) | AttrKind::Slice(_, t)) => *t,
                 Kind::External { inner, .. } => *inner,
                 _ => continue,
             };
-            if let Some(v) = var(ty) {
+            if let Some(v) = var_in(vars, ty) {
                 prm.kind = invalid(
                     ty.span(),
                     format!(
@@ -232,7 +227,7 @@ impl<'a> Op<'a> {
             params,
             ret,
             partition: options.partition.as_ref(),
-            dtype_vars: options.dtypes.as_ref().map_or(&[], |d| d.vars.as_slice()),
+            dtype_vars: vars,
             generic_order: item
                 .sig
                 .generics
@@ -251,9 +246,7 @@ impl<'a> Op<'a> {
 
     /// The `dtypes` variable that `ty` is (a bare type parameter listed there), if any.
     pub(crate) fn var_of(&self, ty: &syn::Type) -> Option<&'a DtypeVar> {
-        let syn::Type::Path(p) = ty else { return None };
-        let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
-        self.dtype_vars.iter().find(|v| v.ident == *id)
+        var_in(self.dtype_vars, ty)
     }
 
     /// The `partition` entry of parameter `name`, if any.
@@ -285,6 +278,13 @@ impl<'a> Op<'a> {
             ShapeRule::Unread => None,
         }
     }
+}
+
+/// The variable of `vars` that `ty` is: a bare path naming it.
+fn var_in<'v>(vars: &'v [DtypeVar], ty: &syn::Type) -> Option<&'v DtypeVar> {
+    let syn::Type::Path(p) = ty else { return None };
+    let id = p.path.get_ident().filter(|_| p.qself.is_none())?;
+    vars.iter().find(|v| v.ident == *id)
 }
 
 fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
