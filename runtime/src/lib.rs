@@ -20,6 +20,9 @@ pub mod types;
 #[cfg(feature = "mlir")]
 pub mod lower;
 
+#[cfg(feature = "pjrt")]
+pub mod pjrt;
+
 /// The types an op's `#[attr]` parameters can have: [`AttrValue`](attr::AttrValue) by value
 /// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
 /// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).

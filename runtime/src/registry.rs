@@ -16,7 +16,16 @@ pub struct OpEntry {
     pub schema: fn() -> &'static OpSchema,
     /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
     pub handler_symbol: &'static str,
+    /// The handler itself (`None` when the macro reported errors and emitted none), for
+    /// runners in this process to register without looking the symbol up.
+    pub handler: Option<HandlerFn>,
 }
+
+/// An XLA FFI handler: `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)`.
+#[doc(hidden)]
+pub type HandlerFn = unsafe extern "C" fn(
+    *mut crate::ffi::abi::XLA_FFI_CallFrame,
+) -> *mut crate::ffi::abi::XLA_FFI_Error;
 
 inventory::collect!(OpEntry);
 
@@ -33,6 +42,12 @@ pub fn ops() -> impl Iterator<Item = &'static OpSchema> {
 /// The schema of the op named `name` (`ns::op`), if the binary has it.
 pub fn find(name: &str) -> Option<&'static OpSchema> {
     ops().find(|s| s.name == name)
+}
+
+/// Every op linked into this binary that has a handler: its schema and handler.
+#[cfg_attr(not(feature = "pjrt"), allow(dead_code))]
+pub(crate) fn linked_handlers() -> impl Iterator<Item = (&'static OpSchema, HandlerFn)> {
+    entries().filter_map(|e| e.handler.map(|h| ((e.schema)(), h)))
 }
 
 /// The JSON manifest of every op in this binary: names, targets, handler symbols, schemas

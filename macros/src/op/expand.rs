@@ -67,12 +67,19 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
     let results = results(op);
     let schema = expand_schema(op, &p, &results);
     let lowering = expand_lowering(op, &p, &results);
-    let handler = if handler {
+    let emit_handler = handler;
+    let handler = if emit_handler {
         expand_handler(op, &p)
     } else {
         TokenStream::new()
     };
     let symbol = handler_symbol(target);
+    let handler_fn = if emit_handler {
+        let f = Ident::new(&symbol, Span::call_site());
+        quote!(::core::option::Option::Some(#f))
+    } else {
+        quote!(::core::option::Option::None)
+    };
     let doc = format!(
         "Companion items of the custom op `{name}` (target `{target}`): its schema, its lowering and its XLA handler."
     );
@@ -98,6 +105,7 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
                 #p::OpEntry {
                     schema,
                     handler_symbol: HANDLER_SYMBOL,
+                    handler: #handler_fn,
                 }
             }
 

@@ -76,7 +76,8 @@ pub mod rms_norm {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
+        : ::core::option::Option::Some(customop_handler_nn_rms_norm), }
     }
     ::customop::__private::if_mlir! {
         #[doc =

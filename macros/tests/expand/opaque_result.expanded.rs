@@ -53,7 +53,8 @@ pub mod make_stats {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
+        : ::core::option::Option::Some(customop_handler_example_make_stats), }
     }
     ::customop::__private::if_mlir! {
         #[doc =

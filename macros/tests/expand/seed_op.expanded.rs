@@ -81,7 +81,10 @@ pub mod custom_op_external {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
+        :
+        ::core::option::Option::Some(customop_handler_my_custom_library_custom_op_external),
+        }
     }
     ::customop::__private::if_mlir! {
         #[doc =

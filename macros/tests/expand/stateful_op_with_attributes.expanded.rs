@@ -91,7 +91,8 @@ pub mod step {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
+        : ::core::option::Option::Some(customop_handler_example_step), }
     }
     ::customop::__private::if_mlir! {
         #[doc = r" The op's results."] #[derive(Debug, Clone)] pub struct Outputs { pub y

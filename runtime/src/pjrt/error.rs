@@ -1,0 +1,205 @@
+//! What can go wrong when running through PJRT, as one typed error.
+
+use crate::error::Refusal;
+use std::fmt;
+use std::path::PathBuf;
+
+/// A PJRT status code (`PJRT_Error_Code`, absl's status codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PjrtCode {
+    /// `CANCELLED`.
+    Cancelled,
+    /// `UNKNOWN`.
+    Unknown,
+    /// `INVALID_ARGUMENT`.
+    InvalidArgument,
+    /// `DEADLINE_EXCEEDED`.
+    DeadlineExceeded,
+    /// `NOT_FOUND`.
+    NotFound,
+    /// `ALREADY_EXISTS`.
+    AlreadyExists,
+    /// `PERMISSION_DENIED`.
+    PermissionDenied,
+    /// `RESOURCE_EXHAUSTED`.
+    ResourceExhausted,
+    /// `FAILED_PRECONDITION`.
+    FailedPrecondition,
+    /// `ABORTED`.
+    Aborted,
+    /// `OUT_OF_RANGE`.
+    OutOfRange,
+    /// `UNIMPLEMENTED`.
+    Unimplemented,
+    /// `INTERNAL`.
+    Internal,
+    /// `UNAVAILABLE`.
+    Unavailable,
+    /// `DATA_LOSS`.
+    DataLoss,
+    /// `UNAUTHENTICATED`.
+    Unauthenticated,
+    /// A code this runner does not know.
+    Other(i32),
+}
+
+impl PjrtCode {
+    /// The code of PJRT's number.
+    pub fn from_raw(code: i32) -> PjrtCode {
+        use PjrtCode::*;
+        match code {
+            1 => Cancelled,
+            2 => Unknown,
+            3 => InvalidArgument,
+            4 => DeadlineExceeded,
+            5 => NotFound,
+            6 => AlreadyExists,
+            7 => PermissionDenied,
+            8 => ResourceExhausted,
+            9 => FailedPrecondition,
+            10 => Aborted,
+            11 => OutOfRange,
+            12 => Unimplemented,
+            13 => Internal,
+            14 => Unavailable,
+            15 => DataLoss,
+            16 => Unauthenticated,
+            n => Other(n),
+        }
+    }
+
+    /// The name PJRT's header gives it (`INVALID_ARGUMENT`, ...).
+    pub fn name(self) -> &'static str {
+        use PjrtCode::*;
+        match self {
+            Cancelled => "CANCELLED",
+            Unknown => "UNKNOWN",
+            InvalidArgument => "INVALID_ARGUMENT",
+            DeadlineExceeded => "DEADLINE_EXCEEDED",
+            NotFound => "NOT_FOUND",
+            AlreadyExists => "ALREADY_EXISTS",
+            PermissionDenied => "PERMISSION_DENIED",
+            ResourceExhausted => "RESOURCE_EXHAUSTED",
+            FailedPrecondition => "FAILED_PRECONDITION",
+            Aborted => "ABORTED",
+            OutOfRange => "OUT_OF_RANGE",
+            Unimplemented => "UNIMPLEMENTED",
+            Internal => "INTERNAL",
+            Unavailable => "UNAVAILABLE",
+            DataLoss => "DATA_LOSS",
+            Unauthenticated => "UNAUTHENTICATED",
+            Other(_) => "OTHER",
+        }
+    }
+}
+
+impl fmt::Display for PjrtCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PjrtCode::Other(n) => write!(f, "code {n}"),
+            c => f.write_str(c.name()),
+        }
+    }
+}
+
+/// Why a runner call failed. Every error of the plugin arrives as [`RunError::Pjrt`] with its
+/// code and message; everything the runner refuses before calling the plugin (the plugin
+/// aborts the process on some bad input) has its own variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunError {
+    /// No plugin at any of the places looked at.
+    PluginNotFound {
+        /// Where the runner looked, in order.
+        tried: Vec<PathBuf>,
+    },
+    /// The plugin library could not be loaded, or is not a PJRT plugin this runner can drive.
+    Plugin {
+        /// The library.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A kernel library could not be loaded or its handlers found.
+    Library {
+        /// The library.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A PJRT call returned an error.
+    Pjrt {
+        /// The entry point (`PJRT_Client_Compile`, ...).
+        call: &'static str,
+        /// Its status code.
+        code: PjrtCode,
+        /// Its message (with a handler's message, for an error a custom op returned).
+        message: String,
+    },
+    /// The program's entry function could not be read (its signature, its annotations).
+    Program(String),
+    /// The inputs do not match the entry function: count, element type, shape, size, an
+    /// external's descriptor.
+    Input(String),
+    /// An output could not be read as asked (another element type, say).
+    Output(String),
+}
+
+impl RunError {
+    /// For an error a custom op's handler returned during execution, which check refused the
+    /// call (`bad_descriptor`, `kernel_error`, ...), read from the `[code]` the handler's
+    /// message carries.
+    pub fn refusal(&self) -> Option<Refusal> {
+        let RunError::Pjrt { message, .. } = self else {
+            return None;
+        };
+        let start = message.find("custom op `")?;
+        let rest = &message[start..];
+        let open = rest.find("` [")? + 3;
+        let close = rest[open..].find(']')? + open;
+        let name = &rest[open..close];
+        Refusal::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The PJRT status code, for [`RunError::Pjrt`].
+    pub fn pjrt_code(&self) -> Option<PjrtCode> {
+        match self {
+            RunError::Pjrt { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::PluginNotFound { tried } => {
+                write!(f, "no PJRT plugin found; looked at")?;
+                for (i, p) in tried.iter().enumerate() {
+                    write!(f, "{} {}", if i == 0 { "" } else { "," }, p.display())?;
+                }
+                write!(
+                    f,
+                    " (set CUSTOMOP_PJRT_PLUGIN to the plugin's .so, or run `bash scripts/setup.sh --pjrt`)"
+                )
+            }
+            RunError::Plugin { path, message } => {
+                write!(f, "PJRT plugin {}: {message}", path.display())
+            }
+            RunError::Library { path, message } => {
+                write!(f, "kernel library {}: {message}", path.display())
+            }
+            RunError::Pjrt {
+                call,
+                code,
+                message,
+            } => write!(f, "{call} failed ({code}): {message}"),
+            RunError::Program(m) => write!(f, "program: {m}"),
+            RunError::Input(m) => write!(f, "input: {m}"),
+            RunError::Output(m) => write!(f, "output: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}

@@ -1,0 +1,28 @@
+//! Running programs from Rust through a PJRT plugin (feature `pjrt`): XLA's CPU plugin from
+//! PyPI (`xla-cpu-pjrt`) today, any PJRT plugin with the FFI extension in principle.
+//!
+//! ```text
+//! Plugin::locate()  →  Client::new(plugin, devices)  →  register_linked_ops()
+//!   →  compile(&Program::text(..))  →  inputs().arg(..)?.external("name", &value)?.run()
+//! ```
+//!
+//! The runner reads the entry function's signature before compiling, checks every input
+//! against it (count, element type, shape; externals by their `customop.external`
+//! annotation: descriptor name, fingerprint, size) and always passes explicit compile options:
+//! the plugin aborts the process on some bad input rather than returning an error. Every error
+//! the plugin does return is a [`RunError::Pjrt`] with its code and message. See the book's
+//! "Running from Rust" chapter.
+
+mod error;
+mod exec;
+mod host;
+mod plugin;
+mod program;
+#[doc(hidden)]
+pub mod sys;
+
+pub use error::{PjrtCode, RunError};
+pub use exec::{Client, Executable, Inputs};
+pub use host::HostTensor;
+pub use plugin::{CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path};
+pub use program::{DimSharding, ExternalSpec, Param, Program, Signature};

@@ -1,0 +1,498 @@
+//! The part of the PJRT C API the runner uses, described in Rust from the header the plugin
+//! wheel installs (`xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h`, PJRT API 0.81), and the FFI
+//! extension's registration structs, whose header the wheel does not ship: their sizes are the
+//! ones the plugin itself asks for (its error for a wrong `struct_size` names the size it
+//! expects; `tests/pjrt.rs` holds the plugin to them). `tests/pjrt_layout.rs` compiles a C
+//! program against the installed header and compares every size and offset here with it.
+//!
+//! Every argument struct starts with `struct_size` and `extension_start`; its `STRUCT_SIZE` is
+//! the header's `<name>_STRUCT_SIZE`: the end of its last field, without trailing padding.
+
+#![allow(non_camel_case_types, missing_docs)]
+
+use core::ffi::{c_char, c_int, c_void};
+
+macro_rules! opaque {
+    ($($name:ident),*) => {
+        $(
+            /// An opaque PJRT handle.
+            #[repr(C)]
+            #[derive(Debug)]
+            pub struct $name {
+                _private: [u8; 0],
+            }
+        )*
+    };
+}
+opaque!(
+    PJRT_Error,
+    PJRT_Client,
+    PJRT_Device,
+    PJRT_Buffer,
+    PJRT_Event,
+    PJRT_LoadedExecutable,
+    PJRT_Executable
+);
+
+/// `PJRT_Extension_Base`: a link of the extension chain.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PJRT_Extension_Base {
+    pub struct_size: usize,
+    pub type_: c_int,
+    pub next: *mut PJRT_Extension_Base,
+}
+
+/// `PJRT_Extension_Type_FFI`.
+pub const EXTENSION_TYPE_FFI: c_int = 5;
+
+/// An argument struct: its `STRUCT_SIZE` and an all-zero value with `struct_size` set.
+pub trait Args: Sized {
+    const STRUCT_SIZE: usize;
+    /// All fields zero (null pointers, `false`, 0) but `struct_size`.
+    fn new() -> Self;
+}
+
+/// The end of the furthest field: the header's `offsetof(last) + sizeof(last)`.
+pub const fn end_of(ends: &[usize]) -> usize {
+    let mut max = 0;
+    let mut i = 0;
+    while i < ends.len() {
+        if ends[i] > max {
+            max = ends[i];
+        }
+        i += 1;
+    }
+    max
+}
+
+macro_rules! pjrt_args {
+    ($( $(#[$m:meta])* pub struct $name:ident { $(pub $f:ident : $t:ty,)* } )*) => {
+        $(
+            $(#[$m])*
+            #[repr(C)]
+            #[derive(Debug)]
+            pub struct $name {
+                pub struct_size: usize,
+                pub extension_start: *mut PJRT_Extension_Base,
+                $(pub $f: $t,)*
+            }
+
+            impl Args for $name {
+                const STRUCT_SIZE: usize = end_of(&[
+                    core::mem::offset_of!($name, extension_start) + core::mem::size_of::<*mut PJRT_Extension_Base>(),
+                    $(core::mem::offset_of!($name, $f) + core::mem::size_of::<$t>(),)*
+                ]);
+                fn new() -> Self {
+                    // SAFETY: every field is an integer, a raw pointer, a `bool`, an `f32` or a
+                    // union of those, for which all-zero bytes are a valid value (0, null,
+                    // false).
+                    let mut v: Self = unsafe { core::mem::zeroed() };
+                    v.struct_size = Self::STRUCT_SIZE;
+                    v
+                }
+            }
+        )*
+    };
+}
+
+/// `PJRT_NamedValue`'s value union (`string_value`, `int64_value`, `int64_array_value`,
+/// `float_value`, `bool_value`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union NamedValueUnion {
+    pub string_value: *const c_char,
+    pub int64_value: i64,
+    pub int64_array_value: *const i64,
+    pub float_value: f32,
+    pub bool_value: bool,
+}
+
+impl core::fmt::Debug for NamedValueUnion {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("NamedValueUnion")
+    }
+}
+
+/// `PJRT_NamedValue_Type`.
+pub const NAMED_VALUE_STRING: c_int = 0;
+pub const NAMED_VALUE_INT64: c_int = 1;
+pub const NAMED_VALUE_INT64_LIST: c_int = 2;
+pub const NAMED_VALUE_FLOAT: c_int = 3;
+pub const NAMED_VALUE_BOOL: c_int = 4;
+
+/// `PJRT_Buffer_MemoryLayout_Tiled`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PJRT_Buffer_MemoryLayout_Tiled {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub minor_to_major: *const i64,
+    pub minor_to_major_size: usize,
+    pub tile_dims: *const i64,
+    pub tile_dim_sizes: *const usize,
+    pub num_tiles: usize,
+}
+
+/// `PJRT_Buffer_MemoryLayout_Strides`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PJRT_Buffer_MemoryLayout_Strides {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub byte_strides: *const i64,
+    pub num_byte_strides: usize,
+}
+
+/// The union of `PJRT_Buffer_MemoryLayout`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union MemoryLayoutUnion {
+    pub tiled: PJRT_Buffer_MemoryLayout_Tiled,
+    pub strides: PJRT_Buffer_MemoryLayout_Strides,
+}
+
+impl core::fmt::Debug for MemoryLayoutUnion {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("MemoryLayoutUnion")
+    }
+}
+
+/// `PJRT_Buffer_MemoryLayout_Type_Tiled`.
+pub const MEMORY_LAYOUT_TILED: c_int = 0;
+
+/// `PJRT_HostBufferSemantics_kImmutableOnlyDuringCall`: the plugin copies the host data
+/// before `BufferFromHostBuffer` returns.
+pub const HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL: c_int = 0;
+
+pjrt_args! {
+    pub struct PJRT_Api_Version {
+        pub major_version: c_int,
+        pub minor_version: c_int,
+    }
+    pub struct PJRT_NamedValue {
+        pub name: *const c_char,
+        pub name_size: usize,
+        pub type_: c_int,
+        pub value: NamedValueUnion,
+        pub value_size: usize,
+    }
+    pub struct PJRT_Error_Destroy_Args {
+        pub error: *mut PJRT_Error,
+    }
+    pub struct PJRT_Error_Message_Args {
+        pub error: *const PJRT_Error,
+        pub message: *const c_char,
+        pub message_size: usize,
+    }
+    pub struct PJRT_Error_GetCode_Args {
+        pub error: *const PJRT_Error,
+        pub code: c_int,
+    }
+    pub struct PJRT_Plugin_Initialize_Args {
+    }
+    pub struct PJRT_Plugin_Attributes_Args {
+        pub attributes: *const PJRT_NamedValue,
+        pub num_attributes: usize,
+    }
+    pub struct PJRT_Event_Destroy_Args {
+        pub event: *mut PJRT_Event,
+    }
+    pub struct PJRT_Event_Await_Args {
+        pub event: *mut PJRT_Event,
+    }
+    pub struct PJRT_Client_Create_Args {
+        pub create_options: *const PJRT_NamedValue,
+        pub num_options: usize,
+        pub kv_get_callback: *mut c_void,
+        pub kv_get_user_arg: *mut c_void,
+        pub kv_put_callback: *mut c_void,
+        pub kv_put_user_arg: *mut c_void,
+        pub client: *mut PJRT_Client,
+        pub kv_try_get_callback: *mut c_void,
+        pub kv_try_get_user_arg: *mut c_void,
+    }
+    pub struct PJRT_Client_Destroy_Args {
+        pub client: *mut PJRT_Client,
+    }
+    pub struct PJRT_Client_PlatformName_Args {
+        pub client: *mut PJRT_Client,
+        pub platform_name: *const c_char,
+        pub platform_name_size: usize,
+    }
+    pub struct PJRT_Client_AddressableDevices_Args {
+        pub client: *mut PJRT_Client,
+        pub addressable_devices: *const *mut PJRT_Device,
+        pub num_addressable_devices: usize,
+    }
+    pub struct PJRT_Program {
+        pub code: *mut c_char,
+        pub code_size: usize,
+        pub format: *const c_char,
+        pub format_size: usize,
+    }
+    pub struct PJRT_Client_Compile_Args {
+        pub client: *mut PJRT_Client,
+        pub program: *const PJRT_Program,
+        pub compile_options: *const c_char,
+        pub compile_options_size: usize,
+        pub executable: *mut PJRT_LoadedExecutable,
+    }
+    pub struct PJRT_Client_BufferFromHostBuffer_Args {
+        pub client: *mut PJRT_Client,
+        pub data: *const c_void,
+        pub type_: c_int,
+        pub dims: *const i64,
+        pub num_dims: usize,
+        pub byte_strides: *const i64,
+        pub num_byte_strides: usize,
+        pub host_buffer_semantics: c_int,
+        pub device: *mut PJRT_Device,
+        pub memory: *mut c_void,
+        pub device_layout: *mut c_void,
+        pub done_with_host_buffer: *mut PJRT_Event,
+        pub buffer: *mut PJRT_Buffer,
+    }
+    pub struct PJRT_Executable_Destroy_Args {
+        pub executable: *mut PJRT_Executable,
+    }
+    pub struct PJRT_Executable_NumOutputs_Args {
+        pub executable: *mut PJRT_Executable,
+        pub num_outputs: usize,
+    }
+    pub struct PJRT_LoadedExecutable_Destroy_Args {
+        pub executable: *mut PJRT_LoadedExecutable,
+    }
+    pub struct PJRT_LoadedExecutable_GetExecutable_Args {
+        pub loaded_executable: *mut PJRT_LoadedExecutable,
+        pub executable: *mut PJRT_Executable,
+    }
+    pub struct PJRT_ExecuteOptions {
+        pub send_callbacks: *mut c_void,
+        pub recv_callbacks: *mut c_void,
+        pub num_send_ops: usize,
+        pub num_recv_ops: usize,
+        pub launch_id: c_int,
+        pub non_donatable_input_indices: *const i64,
+        pub num_non_donatable_input_indices: usize,
+        pub context: *mut c_void,
+        pub call_location: *const c_char,
+        pub num_tasks: usize,
+        pub task_ids: *mut c_int,
+        pub incarnation_ids: *mut i64,
+    }
+    pub struct PJRT_LoadedExecutable_Execute_Args {
+        pub executable: *mut PJRT_LoadedExecutable,
+        pub options: *mut PJRT_ExecuteOptions,
+        pub argument_lists: *const *const *mut PJRT_Buffer,
+        pub num_devices: usize,
+        pub num_args: usize,
+        pub output_lists: *const *mut *mut PJRT_Buffer,
+        pub device_complete_events: *mut *mut PJRT_Event,
+        pub execute_device: *mut PJRT_Device,
+    }
+    pub struct PJRT_Buffer_Destroy_Args {
+        pub buffer: *mut PJRT_Buffer,
+    }
+    pub struct PJRT_Buffer_ElementType_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub type_: c_int,
+    }
+    pub struct PJRT_Buffer_Dimensions_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub dims: *const i64,
+        pub num_dims: usize,
+    }
+    pub struct PJRT_Buffer_GetMemoryLayout_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub layout: PJRT_Buffer_MemoryLayout,
+    }
+    pub struct PJRT_Buffer_MemoryLayout {
+        pub u: MemoryLayoutUnion,
+        pub type_: c_int,
+    }
+    pub struct PJRT_Buffer_OnDeviceSizeInBytes_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub on_device_size_in_bytes: usize,
+    }
+    pub struct PJRT_Buffer_ToHostBuffer_Args {
+        pub src: *mut PJRT_Buffer,
+        pub host_layout: *mut PJRT_Buffer_MemoryLayout,
+        pub dst: *mut c_void,
+        pub dst_size: usize,
+        pub event: *mut PJRT_Event,
+    }
+    pub struct PJRT_Buffer_IsOnCpu_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub is_on_cpu: bool,
+    }
+    pub struct PJRT_Buffer_UnsafePointer_Args {
+        pub buffer: *mut PJRT_Buffer,
+        pub buffer_pointer: usize,
+    }
+}
+
+/// The FFI extension's `PJRT_FFI_Register_Handler_Args` as this plugin (PJRT 0.81) reads it:
+/// no `extension_start`, 52 bytes (the plugin names the size it expects when given another).
+#[repr(C)]
+#[derive(Debug)]
+pub struct PJRT_FFI_Register_Handler_Args {
+    pub struct_size: usize,
+    pub target_name: *const c_char,
+    pub target_name_size: usize,
+    pub handler: *mut c_void,
+    pub platform_name: *const c_char,
+    pub platform_name_size: usize,
+    pub traits: u32,
+}
+
+impl PJRT_FFI_Register_Handler_Args {
+    /// 52: the end of `traits`.
+    pub const STRUCT_SIZE: usize =
+        core::mem::offset_of!(PJRT_FFI_Register_Handler_Args, traits) + core::mem::size_of::<u32>();
+}
+
+/// `PJRT_FFI_Extension`: the extension base, then three entry points.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PJRT_FFI_Extension {
+    pub base: PJRT_Extension_Base,
+    pub type_register: Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>,
+    pub user_data_add: Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>,
+    pub register_handler:
+        Option<unsafe extern "C" fn(*mut PJRT_FFI_Register_Handler_Args) -> *mut PJRT_Error>,
+}
+
+/// A PJRT entry point taking its argument struct: `PJRT_Error* f(Args*)`.
+pub type Fn = Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>;
+
+/// The start of `PJRT_Api`, enough to read its size and version before trusting the rest.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PJRT_Api_Head {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub pjrt_api_version: PJRT_Api_Version,
+}
+
+/// `PJRT_Api` up to `PJRT_Buffer_OpaqueDeviceMemoryDataPointer`, the last entry the runner
+/// uses (the plugin's table is longer; its `struct_size` must cover this prefix).
+#[repr(C)]
+#[derive(Debug)]
+pub struct PJRT_Api {
+    pub struct_size: usize,
+    pub extension_start: *mut PJRT_Extension_Base,
+    pub pjrt_api_version: PJRT_Api_Version,
+    pub error_destroy: Option<unsafe extern "C" fn(*mut PJRT_Error_Destroy_Args)>,
+    pub error_message: Option<unsafe extern "C" fn(*mut PJRT_Error_Message_Args)>,
+    pub error_get_code:
+        Option<unsafe extern "C" fn(*mut PJRT_Error_GetCode_Args) -> *mut PJRT_Error>,
+    pub plugin_initialize: Fn,
+    pub plugin_attributes: Fn,
+    pub event_destroy: Fn,
+    pub event_is_ready: Fn,
+    pub event_error: Fn,
+    pub event_await: Fn,
+    pub event_on_ready: Fn,
+    pub client_create: Fn,
+    pub client_destroy: Fn,
+    pub client_platform_name: Fn,
+    pub client_process_index: Fn,
+    pub client_platform_version: Fn,
+    pub client_devices: Fn,
+    pub client_addressable_devices: Fn,
+    pub client_lookup_device: Fn,
+    pub client_lookup_addressable_device: Fn,
+    pub client_addressable_memories: Fn,
+    pub client_compile: Fn,
+    pub client_default_device_assignment: Fn,
+    pub client_buffer_from_host_buffer: Fn,
+    pub device_description_id: Fn,
+    pub device_description_process_index: Fn,
+    pub device_description_attributes: Fn,
+    pub device_description_kind: Fn,
+    pub device_description_debug_string: Fn,
+    pub device_description_to_string: Fn,
+    pub device_get_description: Fn,
+    pub device_is_addressable: Fn,
+    pub device_local_hardware_id: Fn,
+    pub device_addressable_memories: Fn,
+    pub device_default_memory: Fn,
+    pub device_memory_stats: Fn,
+    pub memory_id: Fn,
+    pub memory_kind: Fn,
+    pub memory_debug_string: Fn,
+    pub memory_to_string: Fn,
+    pub memory_addressable_by_devices: Fn,
+    pub executable_destroy: Fn,
+    pub executable_name: Fn,
+    pub executable_num_replicas: Fn,
+    pub executable_num_partitions: Fn,
+    pub executable_num_outputs: Fn,
+    pub executable_size_of_generated_code_in_bytes: Fn,
+    pub executable_get_cost_analysis: Fn,
+    pub executable_output_memory_kinds: Fn,
+    pub executable_optimized_program: Fn,
+    pub executable_serialize: Fn,
+    pub loaded_executable_destroy: Fn,
+    pub loaded_executable_get_executable: Fn,
+    pub loaded_executable_addressable_devices: Fn,
+    pub loaded_executable_delete: Fn,
+    pub loaded_executable_is_deleted: Fn,
+    pub loaded_executable_execute: Fn,
+    pub executable_deserialize_and_load: Fn,
+    pub loaded_executable_fingerprint: Fn,
+    pub buffer_destroy: Fn,
+    pub buffer_element_type: Fn,
+    pub buffer_dimensions: Fn,
+    pub buffer_unpadded_dimensions: Fn,
+    pub buffer_dynamic_dimension_indices: Fn,
+    pub buffer_get_memory_layout: Fn,
+    pub buffer_on_device_size_in_bytes: Fn,
+    pub buffer_device: Fn,
+    pub buffer_memory: Fn,
+    pub buffer_delete: Fn,
+    pub buffer_is_deleted: Fn,
+    pub buffer_copy_to_device: Fn,
+    pub buffer_to_host_buffer: Fn,
+    pub buffer_is_on_cpu: Fn,
+    pub buffer_ready_event: Fn,
+    pub buffer_unsafe_pointer: Fn,
+    pub buffer_increase_external_reference_count: Fn,
+    pub buffer_decrease_external_reference_count: Fn,
+    pub buffer_opaque_device_memory_data_pointer: Fn,
+}
+
+/// How much of `PJRT_Api` the runner reads.
+pub const API_PREFIX_SIZE: usize = core::mem::size_of::<PJRT_Api>();
+
+/// `PJRT_Buffer_Type` of an element type (these numbers are PJRT's, not XLA FFI's).
+pub fn buffer_type(t: crate::types::ElementType) -> c_int {
+    use crate::types::ElementType as E;
+    match t {
+        E::Bool => 1,
+        E::I8 => 2,
+        E::I16 => 3,
+        E::I32 => 4,
+        E::I64 => 5,
+        E::U8 => 6,
+        E::U16 => 7,
+        E::U32 => 8,
+        E::U64 => 9,
+        E::F16 => 10,
+        E::F32 => 11,
+        E::F64 => 12,
+        E::BF16 => 13,
+        E::C64 => 14,
+        E::C128 => 15,
+        E::F8E5M2 => 16,
+        E::F8E4M3FN => 17,
+    }
+}
+
+/// The element type of a `PJRT_Buffer_Type`, if customop has it.
+pub fn element_type(code: c_int) -> Option<crate::types::ElementType> {
+    crate::types::ElementType::ALL
+        .into_iter()
+        .find(|t| buffer_type(*t) == code)
+}
