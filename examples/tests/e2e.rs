@@ -56,7 +56,7 @@ fn the_seed_model_has_the_designed_shape() {
     let fp = k::Blob::fingerprint();
     assert!(
         text.contains(&format!(
-            "%arg1: tensor<56xui8> {{customop.external = {{descriptor = \"my_lib::Blob\", fingerprint = \"0x{fp:016x}\", mutable = false, size = 56 : i64}}}}"
+            "%arg1: tensor<56xui8> {{customop.external = {{descriptor = \"my_lib::Blob\", fingerprint = \"0x{fp:016x}\", mutable = false, name = \"external\", size = 56 : i64}}}}"
         )),
         "{text}"
     );

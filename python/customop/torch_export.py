@@ -422,6 +422,6 @@ def _set_arg_attrs(ir: Any, func: Any, block: Any, externals: list[External]) ->
         dicts.append(entries)
     for e in externals:
         dicts[e.index]["customop.external"] = ir.Attribute.parse(
-            '{descriptor = "%s", fingerprint = "%s", mutable = %s, size = %d : i64}'
-            % (e.descriptor, e.fingerprint, "true" if e.mutable else "false", e.size))
+            '{descriptor = "%s", fingerprint = "%s", mutable = %s, name = "%s", size = %d : i64}'
+            % (e.descriptor, e.fingerprint, "true" if e.mutable else "false", e.name, e.size))
     func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])

@@ -47,7 +47,7 @@ fn inputs() -> (Vec<f32>, Vec<Array>) {
 fn sin_plus_one_with_an_external_runs_on_xla() {
     let text = sin_plus_one().to_text().unwrap();
     assert!(
-        text.contains(r#"%arg1: tensor<56xui8> {customop.external = {descriptor = "my_lib::Blob", fingerprint = "0x0123456789abcdef", mutable = false, size = 56 : i64}}"#),
+        text.contains(r#"%arg1: tensor<56xui8> {customop.external = {descriptor = "my_lib::Blob", fingerprint = "0x0123456789abcdef", mutable = false, name = "blob", size = 56 : i64}}"#),
         "{text}"
     );
     let (x, inputs) = inputs();
@@ -415,7 +415,7 @@ fn externals_are_lifted_through_two_levels_of_helpers() {
     // The entry has the annotated argument; each helper takes it as a trailing parameter and
     // every call site passes it along.
     assert!(text.contains(&format!(
-        r#"func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<56xui8> {{customop.external = {{descriptor = "my_lib::Blob", fingerprint = "0x{:016x}", mutable = false, size = 56 : i64}}}}) -> tensor<4xf32>"#,
+        r#"func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<56xui8> {{customop.external = {{descriptor = "my_lib::Blob", fingerprint = "0x{:016x}", mutable = false, name = "blob", size = 56 : i64}}}}) -> tensor<4xf32>"#,
         <Blob as customop::Descriptor>::fingerprint()
     )), "{text}");
     assert!(

@@ -117,6 +117,7 @@ impl External {
             ),
             ("size".into(), Attr::I64(self.size as i64)),
             ("mutable".into(), Attr::Bool(self.mutable)),
+            ("name".into(), Attr::Str(self.name.clone().into_bytes())),
         ])
     }
 }
