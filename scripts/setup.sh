@@ -8,14 +8,31 @@
 #     so that every clone and CI run on the machine reuses it) and linked as target/xla-venv,
 #   - this clone's Python package (python/, `customop`) installed into that venv, every time
 #     (a few seconds; the venv is shared, so the last clone to run wins),
-#   - mdbook at a pinned version, for the book.
+#   - mdbook at a pinned version, for the book,
+#   - XLA's CPU PJRT plugin (PyPI wheel `xla-cpu-pjrt`, pinned by hash), unpacked into
+#     the same cache (pjrt-cpu-<version>/) and linked as target/pjrt-plugin, for the Rust
+#     runner (feature `pjrt`).
 # Each step checks first and does nothing when its part is already there.
+#
+# `setup.sh --pjrt` installs only what the Rust runner and the demo need: the Debian
+# packages (LLVM/MLIR, to build programs with melior) and the plugin; no venv, no mdbook.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+ONLY_PJRT=0
+case "${1:-}" in
+  --pjrt) ONLY_PJRT=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--pjrt]" >&2; exit 2 ;;
+esac
+
 MDBOOK_VERSION=0.4.52
 APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev libclang-22-dev libpolly-22-dev
-  libzstd-dev libz3-dev libxml2-dev zlib1g-dev valgrind)
+  libzstd-dev libz3-dev libxml2-dev zlib1g-dev)
+[ "$ONLY_PJRT" = 1 ] || APT_PACKAGES+=(valgrind)
+PJRT_VERSION=0.0.1
+PJRT_WHEEL=xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl
+PJRT_SHA256=55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc
 REQ=tests/xla/requirements.txt
 CACHE="${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/customop}"
 VENV="$CACHE/xla-venv-$(sha256sum "$REQ" | cut -c1-16)"
@@ -41,6 +58,52 @@ fi
 if [ "$(llvm-config-22 --prefix)" != /usr/lib/llvm-22 ]; then
   say "llvm-config-22 --prefix is $(llvm-config-22 --prefix), but .cargo/config.toml says /usr/lib/llvm-22"
   exit 1
+fi
+
+# --- XLA's CPU PJRT plugin --------------------------------------------------------------------
+# The wheel holds the plugin (xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so) and PJRT's C header;
+# pip downloads it (any Python 3 with pip will do: nothing is installed into it), the hash
+# is checked, and the two files are unpacked into the cache.
+PJRT_DIR="$CACHE/pjrt-cpu-$PJRT_VERSION"
+if [ ! -f "$PJRT_DIR/.complete" ]; then
+  pip_python=""
+  for c in python3 "${CUSTOMOP_BASE_PYTHON:-}"; do
+    if [ -n "$c" ] && "$c" -m pip --version >/dev/null 2>&1; then pip_python=$c; break; fi
+  done
+  if [ -z "$pip_python" ]; then
+    say "no python3 with pip to download the PJRT plugin (apt-get install python3-pip)"
+    exit 1
+  fi
+  say "downloading the XLA CPU PJRT plugin $PJRT_VERSION (63 MB)"
+  tmp=$(mktemp -d)
+  "$pip_python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux_2_27_x86_64 -d "$tmp" "xla-cpu-pjrt==$PJRT_VERSION"
+  if [ "$(sha256sum "$tmp/$PJRT_WHEEL" | cut -d' ' -f1)" != "$PJRT_SHA256" ]; then
+    say "the downloaded $PJRT_WHEEL does not have the pinned sha256 $PJRT_SHA256"
+    exit 1
+  fi
+  rm -rf "$PJRT_DIR"
+  mkdir -p "$PJRT_DIR"
+  "$pip_python" - "$tmp/$PJRT_WHEEL" "$PJRT_DIR" <<'PY'
+import sys, zipfile, os
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name, dest in [("xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", "xla_cpu_pjrt.so"),
+                       ("xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h", "pjrt_c_api.h")]:
+        with z.open(name) as src, open(os.path.join(out, dest), "wb") as dst:
+            dst.write(src.read())
+PY
+  rm -rf "$tmp"
+  echo "$PJRT_WHEEL $PJRT_SHA256" > "$PJRT_DIR/.complete"   # written last: marks it complete
+fi
+mkdir -p target
+if [ "$(readlink target/pjrt-plugin 2>/dev/null)" != "$PJRT_DIR" ]; then
+  rm -rf target/pjrt-plugin
+  ln -s "$PJRT_DIR" target/pjrt-plugin
+fi
+if [ "$ONLY_PJRT" = 1 ]; then
+  say "ready (PJRT only)"
+  exit 0
 fi
 
 # --- Python venv with jax/jaxlib -------------------------------------------------------------
