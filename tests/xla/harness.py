@@ -109,7 +109,9 @@ def _to_numpy(spec):
 def _from_numpy(array):
     import numpy as np
 
-    a = np.ascontiguousarray(array)
+    a = np.asarray(array)
+    # ascontiguousarray makes a 0-d array 1-d: keep scalars rank 0.
+    a = np.ascontiguousarray(a) if a.ndim else a.copy()
     return {
         "dtype": str(a.dtype),
         "shape": list(a.shape),

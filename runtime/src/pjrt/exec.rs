@@ -256,7 +256,21 @@ impl Client {
                 self.inner.devices.len()
             )));
         }
-        let options = compile_options(partitions);
+        self.compile_with_options(program, &compile_options(partitions), partitions)
+    }
+
+    /// [`Client::compile`] with serialised `CompileOptionsProto` bytes of the caller's (which
+    /// must not be empty: the plugin aborts the process on empty options).
+    #[doc(hidden)]
+    pub fn compile_with_options(
+        &self,
+        program: &Program,
+        options: &[u8],
+        partitions: usize,
+    ) -> Result<Executable, RunError> {
+        if options.is_empty() {
+            return Err(RunError::Input("empty compile options".into()));
+        }
         const FORMAT: &str = "mlir";
         let mut prog = sys::PJRT_Program::new();
         // The plugin reads `code` (it is `char*` only because other calls write it).
@@ -727,10 +741,10 @@ fn read_buffer(b: &Buffer<'_>) -> Result<HostTensor, RunError> {
     let mut dm = sys::PJRT_Buffer_Dimensions_Args::new();
     dm.buffer = b.raw;
     plugin.call("PJRT_Buffer_Dimensions", api.buffer_dimensions, &mut dm)?;
-    // SAFETY: the buffer owns `num_dims` dimensions at `dims` while it lives.
     let dims: Vec<i64> = if dm.dims.is_null() {
         Vec::new()
     } else {
+        // SAFETY: the buffer owns `num_dims` dimensions at `dims` while it lives.
         unsafe { std::slice::from_raw_parts(dm.dims, dm.num_dims) }.to_vec()
     };
     let ty = TensorType::new(element, dims).map_err(|e| RunError::Output(e.message))?;
@@ -824,10 +838,10 @@ fn in_place(b: &Buffer<'_>) -> Result<bool, RunError> {
     if tiled.num_tiles != 0 {
         return Ok(false);
     }
-    // SAFETY: `minor_to_major` has `minor_to_major_size` entries owned by the buffer.
     let m2m = if tiled.minor_to_major.is_null() {
         &[][..]
     } else {
+        // SAFETY: `minor_to_major` has `minor_to_major_size` entries owned by the buffer.
         unsafe { std::slice::from_raw_parts(tiled.minor_to_major, tiled.minor_to_major_size) }
     };
     let n = m2m.len() as i64;

@@ -430,9 +430,10 @@ pub(super) fn parse_sharding(v: &str) -> Result<DimSharding, String> {
     Ok(dims)
 }
 
-/// The first `sdy.mesh @name = <["x"=4, "y"=2]>` of the module.
+/// The first mesh of the module: `sdy.mesh @name = <["x"=4, "y"=2]>`, or in generic form
+/// `"sdy.mesh"() {mesh = #sdy.mesh<["x"=4]>, sym_name = "mesh"}`.
 fn parse_mesh(text: &str) -> Result<Vec<(String, i64)>, String> {
-    let Some(at) = text.find("sdy.mesh @") else {
+    let Some(at) = text.find("#sdy.mesh<").or_else(|| text.find("sdy.mesh @")) else {
         return Ok(Vec::new());
     };
     let rest = &text[at..];
@@ -505,6 +506,11 @@ mod tests {
 "#;
         let s = Signature::parse(text).unwrap();
         assert_eq!(s.mesh, vec![("x".into(), 2), ("y".into(), 2)]);
+        let generic = text.replace(
+            r#"sdy.mesh @mesh = <["x"=2, "y"=2]>"#,
+            r#""sdy.mesh"() {mesh = #sdy.mesh<["x"=2, "y"=2]>, sym_name = "mesh"} : () -> ()"#,
+        );
+        assert_eq!(Signature::parse(&generic).unwrap().mesh, s.mesh);
         assert_eq!(s.mesh_devices(), 4);
         assert_eq!(s.params[0].ty.element(), ElementType::C64);
         assert_eq!(s.params[0].ty.shape(), &[8, 2]);

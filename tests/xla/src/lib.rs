@@ -12,6 +12,8 @@
 // the intended way out here.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod pjrt_check;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Write;
@@ -460,20 +462,23 @@ impl Harness {
 
     /// Parses, verifies and compiles `module` with XLA CPU, registering `ffi` first.
     pub fn compile(&self, module: &str, ffi: Option<&Ffi>) -> Result<(), XlaError> {
-        self.ask(&Request {
-            module,
-            module_hex: None,
-            action: "compile",
-            runs: None,
-            ffi,
-            probes: &[],
-            mesh: &[],
-            output_specs: &[],
-            repeat: 0,
-            warmup_probes: &[],
-        })
-        .into_result()
-        .map(drop)
+        let result = self
+            .ask(&Request {
+                module,
+                module_hex: None,
+                action: "compile",
+                runs: None,
+                ffi,
+                probes: &[],
+                mesh: &[],
+                output_specs: &[],
+                repeat: 0,
+                warmup_probes: &[],
+            })
+            .into_result()
+            .map(drop);
+        pjrt_check::check_compile(module, ffi, &result);
+        result
     }
 
     /// Parses, verifies, compiles and executes `module` once on `inputs`.
@@ -501,7 +506,15 @@ impl Harness {
     }
 
     /// Runs a [`Job`]: parse, verify, register, compile once, execute each run, read probes.
+    /// The same job then runs through customop's Rust runner (XLA's CPU PJRT plugin), which
+    /// must agree (see `pjrt_check`).
     pub fn execute(&self, job: &Job<'_>) -> Result<Outcome, XlaError> {
+        let outcome = self.execute_jax(job);
+        pjrt_check::check(job, &outcome);
+        outcome
+    }
+
+    fn execute_jax(&self, job: &Job<'_>) -> Result<Outcome, XlaError> {
         let answer = self.ask(&Request {
             module: job.text,
             module_hex: job

@@ -1,0 +1,230 @@
+//! The cross-check: every job the harness runs through jaxlib also runs, in this process,
+//! through customop's Rust runner (`customop::pjrt`, XLA's CPU PJRT plugin from PyPI: another
+//! build of XLA), and the two must agree: the same outputs, or both refusing with the same
+//! customop refusal code. A disagreement panics, failing the test that ran the job.
+
+use crate::{Array, Ffi, Job, Outcome, XlaError};
+use customop::ElementType;
+use customop::pjrt::{Client, HostTensor, Plugin, Program, RunError};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// A client with `devices` devices, one per count for the process.
+fn client(devices: usize) -> Client {
+    static CLIENTS: OnceLock<Mutex<HashMap<usize, Client>>> = OnceLock::new();
+    let mut map = CLIENTS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    map.entry(devices)
+        .or_insert_with(|| {
+            let plugin = Plugin::locate().unwrap_or_else(|e| {
+                panic!(
+                    "the PJRT cross-check needs the CPU plugin: {e}\n\
+                     (`bash scripts/setup.sh` installs it)"
+                )
+            });
+            Client::new(plugin, devices)
+                .unwrap_or_else(|e| panic!("creating a PJRT client with {devices} devices: {e}"))
+        })
+        .clone()
+}
+
+fn register(client: &Client, ffi: &Ffi) -> Result<(), RunError> {
+    match &ffi.targets {
+        None => client.register_library(&ffi.library).map(drop),
+        Some(targets) => {
+            for t in targets {
+                // SAFETY: the job names these symbols as XLA FFI handlers of the library, as it
+                // does to jaxlib.
+                unsafe { client.register_symbol(&ffi.library, &t.name, &t.symbol)? };
+            }
+            Ok(())
+        }
+    }
+}
+
+fn to_host(a: &Array) -> HostTensor {
+    let element = ElementType::ALL
+        .into_iter()
+        .find(|t| t.numpy_name() == a.dtype)
+        .unwrap_or_else(|| panic!("no element type for numpy dtype {}", a.dtype));
+    let ty = customop::TensorType::new(element, a.shape.clone()).expect("a valid shape");
+    HostTensor::from_bytes(ty, a.bytes()).expect("the array's bytes fit its type")
+}
+
+fn to_array(t: &HostTensor) -> Array {
+    Array::from_bytes(t.element().numpy_name(), t.dims(), t.bytes())
+}
+
+/// Whether two runs' outputs agree: equal bytes, or, for floating types, values within a few
+/// units in the last place (two builds of XLA may vectorise `sin` differently).
+fn agree(jax: &Array, ours: &Array) -> Result<(), String> {
+    if jax.dtype != ours.dtype || jax.shape != ours.shape {
+        return Err(format!(
+            "jaxlib gave {} {:?}, the runner {} {:?}",
+            jax.dtype, jax.shape, ours.dtype, ours.shape
+        ));
+    }
+    let (a, b) = (jax.bytes(), ours.bytes());
+    if a == b {
+        return Ok(());
+    }
+    let close = |x: f64, y: f64, eps: f64| {
+        (x.is_nan() && y.is_nan())
+            || x == y
+            || (x - y).abs() <= eps * x.abs().max(y.abs()).max(1e-30)
+    };
+    let ok = match jax.dtype.as_str() {
+        "float32" | "complex64" => a.chunks_exact(4).zip(b.chunks_exact(4)).all(|(x, y)| {
+            let f = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+            close(f(x), f(y), 1e-5)
+        }),
+        "float64" | "complex128" => a.chunks_exact(8).zip(b.chunks_exact(8)).all(|(x, y)| {
+            let f = |c: &[u8]| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            close(f(x), f(y), 1e-12)
+        }),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {:?}: jaxlib gave bytes {}, the runner {}",
+            jax.dtype,
+            jax.shape,
+            hex(&a),
+            hex(&b)
+        ))
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    let s: String = b.iter().take(64).map(|x| format!("{x:02x}")).collect();
+    if b.len() > 64 { format!("{s}...") } else { s }
+}
+
+/// The refusal code in brackets of a handler's message (`custom op `x` [bad_descriptor]: ...`).
+fn bracket_code(message: &str) -> Option<String> {
+    let start = message.find("custom op `")?;
+    let rest = &message[start..];
+    let open = rest.find("` [")? + 3;
+    let close = rest[open..].find(']')? + open;
+    Some(rest[open..close].to_string())
+}
+
+/// Runs `job` through the runner and holds the result against jaxlib's `outcome`.
+pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
+    if job.repeat > 1 {
+        // Timing runs (benchmarks) are not cross-checked: they run what other jobs checked.
+        return;
+    }
+    let what = |m: String| -> ! {
+        panic!(
+            "PJRT cross-check: {m}\n--- module ---\n{}",
+            if job.text.is_empty() {
+                "(bytecode)"
+            } else {
+                job.text
+            }
+        )
+    };
+    let program = match job.bytecode {
+        Some(b) => Ok(Program::bytecode(
+            b,
+            if job.text.is_empty() {
+                None
+            } else {
+                Program::text(job.text)
+                    .ok()
+                    .and_then(|p| p.signature().cloned())
+            },
+        )),
+        None => Program::text(job.text),
+    };
+    let devices = match &program {
+        Ok(p) => p.signature().map_or(1, |s| s.mesh_devices() as usize),
+        Err(_) => 1,
+    }
+    .max(job.mesh.iter().map(|(_, n)| *n as usize).product::<usize>());
+    let client = client(devices);
+    if let Some(ffi) = job.ffi {
+        if let Err(e) = register(&client, ffi) {
+            what(format!("registering the handlers: {e}"));
+        }
+    }
+    let exe = program.and_then(|p| client.compile(&p));
+    let outcome = match (outcome, exe) {
+        (Err(jax), Ok(_)) => {
+            if jax.stage == "parse" || jax.stage == "verify" || jax.stage == "compile" {
+                what(format!(
+                    "jaxlib refused the module at {} ({}), the runner compiled it",
+                    jax.stage, jax.message
+                ))
+            }
+            return;
+        }
+        (Err(_), Err(_)) => return,
+        (Ok(_), Err(e)) => what(format!(
+            "jaxlib compiled the module, the runner did not: {e}"
+        )),
+        (Ok(o), Ok(exe)) => (o, exe),
+    };
+    let (jax, exe) = outcome;
+    for (i, (inputs, jax_run)) in job.runs.iter().zip(&jax.runs).enumerate() {
+        let args: Vec<HostTensor> = inputs.iter().map(to_host).collect();
+        let ours = exe.run(&args);
+        match (jax_run, ours) {
+            (Ok(j), Ok(o)) => {
+                if j.len() != o.len() {
+                    what(format!(
+                        "run {i}: jaxlib gave {} outputs, the runner {}",
+                        j.len(),
+                        o.len()
+                    ));
+                }
+                for (k, (ja, oa)) in j.iter().zip(&o).enumerate() {
+                    if let Err(m) = agree(ja, &to_array(oa)) {
+                        what(format!("run {i}, output {k}: {m}"));
+                    }
+                }
+            }
+            // The runner checks inputs against the signature before calling the plugin (which
+            // passes a wrong-sized buffer on to the handler, as jaxlib does): its refusal
+            // comes first, where the handler's came with jaxlib.
+            (Err(_), Err(RunError::Input(_))) => {}
+            (Err(j), Err(o)) => {
+                let jcode = bracket_code(&j.message);
+                let ocode = o.refusal().map(|r| r.name().to_string());
+                if jcode != ocode {
+                    what(format!(
+                        "run {i}: both refused, but with other codes: jaxlib {jcode:?} ({}), \
+                         the runner {ocode:?} ({o})",
+                        j.message
+                    ));
+                }
+            }
+            (Ok(_), Err(o)) => what(format!("run {i}: jaxlib ran it, the runner refused: {o}")),
+            (Err(j), Ok(_)) => what(format!(
+                "run {i}: jaxlib refused ({}), the runner ran it",
+                j.message
+            )),
+        }
+    }
+}
+
+/// Holds a compile-only job's result against the runner's.
+pub(crate) fn check_compile(module: &str, ffi: Option<&Ffi>, jax: &Result<(), XlaError>) {
+    let job = Job {
+        text: module,
+        ffi,
+        ..Job::default()
+    };
+    let outcome = jax.clone().map(|()| Outcome {
+        runs: Vec::new(),
+        probes: Vec::new(),
+        shard_shapes: Vec::new(),
+        seconds: Vec::new(),
+    });
+    check(&job, &outcome);
+}
