@@ -1,6 +1,6 @@
 //! Shared pieces of the examples and benchmarks.
 
-use customop::lower::{BuildError, Module};
+use customop::lower::{BuildError, Module, Sharding};
 use customop::prelude::*;
 
 pub use customop_example_kernels::Blob;
@@ -17,6 +17,32 @@ pub fn seed_model() -> Result<Module, BuildError> {
     let one = f.constant::<i8>(&[3], &[1, 1, 1])?;
     let x = f.add(&x, &one)?;
     f.ret(&[&x])?;
+    Ok(m)
+}
+
+/// The seed model on `rows` rows of `cols` (the rows split over `devices` devices when
+/// `devices > 1`: a mesh `x` of that size, the rows sharded along it, and the op, whose
+/// partition rule splits its rows, run once per device on its own rows).
+pub fn seed_model_split(rows: i64, cols: i64, devices: i64) -> Result<Module, BuildError> {
+    let mut m = Module::new();
+    if devices > 1 {
+        m.mesh("mesh", &[("x", devices)])?;
+    }
+    let mut f = m.entry("main", [TensorType::new(ElementType::F32, [rows, cols])?])?;
+    if devices > 1 {
+        f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))?;
+    }
+    let x = f.arg(0)?;
+    let external = f.external::<Blob>("external")?;
+    let x = f.sine(&x)?;
+    let y = customop_example_kernels::custom_op_external::call(&mut f, &external, &x)?;
+    let one = f.constant_splat(&TensorType::new(ElementType::I8, [rows])?, 1.0)?;
+    let z = f.add(&y, &one)?;
+    if devices > 1 {
+        f.ret_sharded(&[&z], &[Some(Sharding::new("mesh", &[&["x"]]))])?;
+    } else {
+        f.ret(&[&z])?;
+    }
     Ok(m)
 }
 

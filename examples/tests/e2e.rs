@@ -1790,3 +1790,5 @@ fn the_generic_rms_norm_runs_in_bf16_and_f16_on_xla() {
         );
     }
 }
+
+mod runner;

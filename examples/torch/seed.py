@@ -45,7 +45,7 @@ class SeedWithInput(torch.nn.Module):
         return torch.ops.my_custom_library.custom_op_external(external, x) + 1
 
 
-def main(path, as_json):
+def main(path, as_json, bytecode_version=None):
     lib = ct.load(path)
     blob = lib.pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 42,
                                      "tag": b"customop seed!!!"})
@@ -68,6 +68,9 @@ def main(path, as_json):
             "externals_input": [[e.index, e.name, e.descriptor, e.size]
                                 for e in with_input.externals],
             "text": exported.text,
+            "text_input": with_input.text,
+            "bytecode": (exported.bytecode_for(bytecode_version) if bytecode_version
+                         else exported.bytecode).hex(),
         }))
         return
     print(exported.text)
@@ -79,7 +82,8 @@ def main(path, as_json):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    args = [a for a in sys.argv[1:] if a != "--json" and not a.startswith("--bytecode-version=")]
+    versions = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--bytecode-version=")]
     if len(args) != 1:
-        sys.exit("usage: seed.py [--json] path/to/libkernels.so")
-    main(args[0], "--json" in sys.argv[1:])
+        sys.exit("usage: seed.py [--json [--bytecode-version=X.Y.Z]] path/to/libkernels.so")
+    main(args[0], "--json" in sys.argv[1:], versions[0] if versions else None)

@@ -64,6 +64,14 @@ class Exported:
         return stablehlo.serialize_portable_artifact_str(self.text,
                                                          stablehlo.get_current_version())
 
+    def bytecode_for(self, version: str) -> bytes:
+        """The portable artifact for a consumer that reads StableHLO up to `version`
+        ("1.13.3": the PJRT CPU plugin's `stablehlo_current_version`). A consumer refuses an
+        artifact newer than it reads; the text is downgraded as far as its ops allow."""
+        from jaxlib.mlir.dialects import stablehlo
+
+        return stablehlo.serialize_portable_artifact_str(self.text, version)
+
     def arguments(self, *inputs: Any, externals: Mapping[str, Any] | None = None) -> list[np.ndarray]:
         """The entry function's arguments as numpy arrays: forward inputs from `inputs`,
         buffers from the exported program's state dict, unless `externals` (a dict by external

@@ -127,6 +127,20 @@ impl HostTensor {
         Ok(out)
     }
 
+    /// The tensor read as a packed `T` descriptor (an `Opaque<T>` result, or the updated
+    /// bytes of a `&mut` external that the program returns), checked as a handler checks it:
+    /// size, header, fingerprint, every field.
+    pub fn unpack<T: crate::descriptor::Descriptor>(&self) -> Result<T, RunError> {
+        if self.ty.element() != ElementType::U8 || self.ty.rank() != 1 {
+            return Err(RunError::Output(format!(
+                "a packed {} is a tensor<Nxui8>, not {}",
+                T::NAME,
+                self.ty
+            )));
+        }
+        T::unpack(&self.bytes).map_err(|e| RunError::Output(e.to_string()))
+    }
+
     /// The bytes, taken out.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes

@@ -1,0 +1,466 @@
+//! The PJRT runner (`customop::pjrt`) on its own: the plugin's facts, the seed program from
+//! Rust, from a torch export and as bytecode, inputs refused before the plugin sees them,
+//! handler refusals surfacing with their codes, state across executions. (Every job the other
+//! tests run through jaxlib is also cross-checked against the runner by the harness.)
+//!
+//! These tests register the example kernel cdylib's handlers, as the cross-check does, never
+//! the copies linked into this test binary: the plugin's registry is process-wide, and one
+//! target cannot have two handlers. The demo binaries (`seed`, `seed_sharded`), which register
+//! their linked ops, run in their own processes.
+
+use super::{example_kernels, k, seed_expected, t};
+use customop::Descriptor;
+use customop::lower::Module;
+use customop::pjrt::{Client, HostTensor, PjrtCode, Plugin, Program, RunError};
+use customop::{ElementType, Refusal};
+use std::sync::OnceLock;
+
+/// A one-device client with the example cdylib's handlers registered.
+fn client() -> Client {
+    static C: OnceLock<Client> = OnceLock::new();
+    C.get_or_init(|| {
+        let c = Client::cpu(1).expect("the CPU plugin (scripts/setup.sh installs it)");
+        let targets = c.register_library(&example_kernels()).unwrap();
+        assert!(targets.contains(&"my_custom_library.custom_op_external".to_string()));
+        c
+    })
+    .clone()
+}
+
+fn seed_blob() -> k::Blob {
+    k::Blob {
+        gain: 2.0,
+        bias: -1,
+        seed: 42,
+        tag: *b"customop seed!!!",
+    }
+}
+
+fn seed_x() -> Vec<f32> {
+    (0..9).map(|i| i as f32 * 0.5).collect()
+}
+
+fn x33(x: &[f32]) -> HostTensor {
+    HostTensor::from_slice(&[3, 3], x).unwrap()
+}
+
+#[test]
+fn the_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
+    let plugin = Plugin::locate().unwrap();
+    assert_eq!(plugin.api_version(), (0, 81));
+    assert_eq!(plugin.stablehlo_current_version(), Some(&[1, 13, 3][..]));
+    assert_eq!(plugin.stablehlo_minimum_version(), Some(&[0, 9, 0][..]));
+    assert!(plugin.has_ffi());
+    // Given struct_size 0, the plugin names the size it reads: ours.
+    let e = plugin
+        .probe_register_handler_size()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "expected {}, got 0",
+            customop::pjrt::sys::PJRT_FFI_Register_Handler_Args::STRUCT_SIZE
+        )),
+        "{e}"
+    );
+    // The same plugin for the same path, once per process.
+    assert!(std::ptr::eq(plugin, Plugin::load(plugin.path()).unwrap()));
+}
+
+#[test]
+fn the_seed_model_runs_with_its_blob_given_by_name() {
+    let module = customop_examples::seed_model().unwrap();
+    let exe = client()
+        .compile(&Program::module(&module).unwrap())
+        .unwrap();
+    let sig = exe.signature().unwrap();
+    let ext = sig.external("external").unwrap();
+    assert_eq!(ext.index, 1);
+    assert_eq!(ext.ty.to_string(), "tensor<56xui8>");
+    let (x, b) = (seed_x(), seed_blob());
+    let out = exe
+        .inputs()
+        .external("external", &b)
+        .unwrap()
+        .arg(x33(&x))
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].dims(), &[3]);
+    assert_eq!(out[0].to_vec::<i8>().unwrap(), seed_expected(&x, 3, &b));
+    assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    // Many executions of one executable.
+    for i in 0..20 {
+        let x: Vec<f32> = (0..9).map(|j| (i * 9 + j) as f32 * 0.1).collect();
+        let y = exe
+            .inputs()
+            .arg(x33(&x))
+            .unwrap()
+            .external("external", &b)
+            .unwrap()
+            .run()
+            .unwrap();
+        assert_eq!(
+            y[0].to_vec::<i8>().unwrap(),
+            seed_expected(&x, 3, &b),
+            "{i}"
+        );
+    }
+}
+
+#[test]
+fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
+    let module = customop_examples::seed_model().unwrap();
+    let sig = Program::module(&module).unwrap().signature().cloned();
+    let bytes = module.to_bytecode().unwrap();
+    let (x, b) = (seed_x(), seed_blob());
+    let with_sig = client()
+        .compile(&Program::bytecode(&bytes, sig))
+        .unwrap()
+        .inputs()
+        .arg(x33(&x))
+        .unwrap()
+        .external("external", &b)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(with_sig[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    let bare = client().compile(&Program::bytecode(&bytes, None)).unwrap();
+    let e = bare
+        .inputs()
+        .external("external", &b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("without a signature"), "{e}");
+    let packed = HostTensor::from_slice(&[56], &b.pack()).unwrap();
+    let out = bare.run(&[x33(&x), packed]).unwrap();
+    assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+}
+
+#[test]
+fn bad_inputs_are_refused_before_the_plugin_sees_them() {
+    let module = customop_examples::seed_model().unwrap();
+    let exe = client()
+        .compile(&Program::module(&module).unwrap())
+        .unwrap();
+    let x = x33(&seed_x());
+    let b = seed_blob();
+    let counter = k::Counter {
+        calls: 0,
+        total: 0.0,
+    };
+    let cases: Vec<(Result<Vec<HostTensor>, RunError>, &str)> = vec![
+        (
+            exe.inputs().arg(x.clone()).and_then(|i| i.run()),
+            "external `external` (my_lib::Blob) was not given",
+        ),
+        (
+            exe.inputs().external("external", &b).and_then(|i| i.run()),
+            "argument 0 was not given",
+        ),
+        (
+            exe.inputs().external("blob", &b).and_then(|i| i.run()),
+            "no external `blob` (its externals: [\"external\"])",
+        ),
+        (
+            exe.inputs()
+                .external("external", &counter)
+                .and_then(|i| i.run()),
+            "external `external` is `my_lib::Blob`",
+        ),
+        (
+            exe.inputs()
+                .arg(HostTensor::from_slice(&[3, 3], &[0f64; 9]).unwrap())
+                .and_then(|i| i.run()),
+            "argument 0 is tensor<3x3xf32>, but tensor<3x3xf64> was given",
+        ),
+        (
+            exe.inputs()
+                .arg(HostTensor::from_slice(&[9], &seed_x()).unwrap())
+                .and_then(|i| i.run()),
+            "argument 0 is tensor<3x3xf32>, but tensor<9xf32> was given",
+        ),
+        (
+            exe.inputs()
+                .arg(x.clone())
+                .and_then(|i| i.arg(x.clone()))
+                .and_then(|i| i.run()),
+            "takes 1 arguments besides its externals; one more was given",
+        ),
+        (
+            exe.run(std::slice::from_ref(&x)),
+            "takes 2 arguments, 1 were given",
+        ),
+        (
+            exe.run(&[
+                x.clone(),
+                HostTensor::from_slice(&[50], &[0u8; 50]).unwrap(),
+            ]),
+            "argument 1 is tensor<56xui8>, but tensor<50xui8> was given",
+        ),
+    ];
+    for (i, (r, want)) in cases.into_iter().enumerate() {
+        match r {
+            Err(RunError::Input(m)) => assert!(m.contains(want), "case {i}: {m}"),
+            other => panic!("case {i}: expected an input error, got {other:?}"),
+        }
+    }
+    // And the process goes on.
+    let out = exe
+        .inputs()
+        .arg(x)
+        .unwrap()
+        .external("external", &b)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+}
+
+#[test]
+fn handler_refusals_surface_with_their_codes() {
+    let c = client();
+    // Corrupted descriptor bytes of the right size.
+    let module = customop_examples::seed_model().unwrap();
+    let exe = c.compile(&Program::module(&module).unwrap()).unwrap();
+    let mut packed = seed_blob().pack();
+    packed[0] ^= 0xff;
+    let e = exe
+        .run(&[
+            x33(&seed_x()),
+            HostTensor::from_slice(&[56], &packed).unwrap(),
+        ])
+        .unwrap_err();
+    assert_eq!(e.refusal(), Some(Refusal::BadDescriptor), "{e}");
+    assert_eq!(e.pjrt_code(), Some(PjrtCode::InvalidArgument), "{e}");
+    assert!(
+        e.to_string()
+            .contains("custom op `my_custom_library::custom_op_external` [bad_descriptor]"),
+        "{e}"
+    );
+
+    // A kernel's error and a kernel's panic.
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let y = k::checked_sqrt::call(&mut f, &x).unwrap();
+    let z = k::unlucky::call(&mut f, &y).unwrap();
+    f.ret(&[&z]).unwrap();
+    let exe = c.compile(&Program::module(&m).unwrap()).unwrap();
+    let run = |v: [f32; 2]| exe.run(&[HostTensor::vector(&v)]);
+    let e = run([-1.0, 4.0]).unwrap_err();
+    assert_eq!(e.refusal(), Some(Refusal::KernelError), "{e}");
+    assert!(e.to_string().contains("negative input -1"), "{e}");
+    let e = run([169.0, 4.0]).unwrap_err();
+    assert_eq!(e.refusal(), Some(Refusal::KernelPanic), "{e}");
+    assert_eq!(e.pjrt_code(), Some(PjrtCode::Internal), "{e}");
+    assert!(e.to_string().contains("unlucky number 13"), "{e}");
+    // And the next execution runs.
+    let ok = run([16.0, 4.0]).unwrap();
+    assert_eq!(ok[0].to_vec::<f32>().unwrap(), vec![4.0, 2.0]);
+}
+
+#[test]
+fn a_missing_handler_is_a_compile_error_and_a_second_handler_is_refused() {
+    let c = client();
+    let text = r#"func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "stablehlo.custom_call"(%x) {api_version = 4 : i32, call_target_name = "nobody.home", backend_config = {}} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}"#;
+    let e = c.compile(&Program::text(text).unwrap()).unwrap_err();
+    assert_eq!(e.pjrt_code(), Some(PjrtCode::NotFound), "{e}");
+    assert!(
+        e.to_string()
+            .contains("No FFI handler registered for nobody.home"),
+        "{e}"
+    );
+    // SAFETY: the symbol is a generated handler of the cdylib.
+    let e = unsafe {
+        c.register_symbol(
+            &example_kernels(),
+            "my_custom_library.custom_op_external",
+            "customop_handler_example_passthrough",
+        )
+    }
+    .unwrap_err();
+    assert!(e.to_string().contains("already has another handler"), "{e}");
+    // Registering the same library again changes nothing.
+    c.register_library(&example_kernels()).unwrap();
+    let e = c
+        .register_library(std::path::Path::new("/nonexistent/lib.so"))
+        .unwrap_err();
+    assert!(matches!(e, RunError::Library { .. }), "{e}");
+}
+
+#[test]
+fn a_mutable_external_comes_back_updated() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[3])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let state = f.external::<k::Counter>("counter").unwrap();
+    let out = k::counter_step::call(&mut f, &state, &x).unwrap();
+    f.ret(&[&out.y, out.state.value()]).unwrap();
+    let exe = client().compile(&Program::module(&m).unwrap()).unwrap();
+    let spec = exe.signature().unwrap().external("counter").unwrap();
+    assert!(spec.external.as_ref().unwrap().mutable);
+    let mut counter = k::Counter {
+        calls: 0,
+        total: 0.0,
+    };
+    for (i, xs) in [[1.0f32, 2.0, 3.0], [10.0, 0.0, -4.0]].iter().enumerate() {
+        let out = exe
+            .inputs()
+            .arg(HostTensor::vector(xs))
+            .unwrap()
+            .external("counter", &counter)
+            .unwrap()
+            .run()
+            .unwrap();
+        assert_eq!(
+            out[0].to_vec::<f32>().unwrap(),
+            xs.iter().map(|v| v + 1.0 + i as f32).collect::<Vec<_>>()
+        );
+        counter = out[1].unpack::<k::Counter>().unwrap();
+    }
+    assert_eq!(
+        counter,
+        k::Counter {
+            calls: 2,
+            total: 12.0
+        }
+    );
+    let e = HostTensor::vector(&[1.0f32])
+        .unpack::<k::Counter>()
+        .unwrap_err();
+    assert!(e.to_string().contains("tensor<Nxui8>"), "{e}");
+}
+
+/// The seed's whole path: torch program → `customop.torch.export` (annotated StableHLO,
+/// written to a file) → this runner, the Blob fed by the name the annotation carries.
+#[test]
+fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
+    let harness = customop_xla::Harness::get();
+    let script = customop_xla::workspace_root().join("examples/torch/seed.py");
+    // The portable artifact is serialised for the version the plugin reads (1.13.3; jaxlib's
+    // own is newer, and the plugin refuses newer artifacts).
+    let version = Plugin::locate()
+        .unwrap()
+        .stablehlo_current_version()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(".");
+    let out = std::process::Command::new(harness.python())
+        .arg(&script)
+        .arg("--json")
+        .arg(format!("--bytecode-version={version}"))
+        .arg(example_kernels())
+        .env("PJRT_DEVICE", "CPU")
+        .output()
+        .expect("run examples/torch/seed.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = customop_xla::workspace_root().join("target/runner");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("seed_torch.mlir");
+    std::fs::write(&path, json["text"].as_str().unwrap()).unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let program = Program::text(&text).unwrap();
+    let exe = client().compile(&program).unwrap();
+    let (x, b) = (seed_x(), seed_blob());
+    let y = exe
+        .inputs()
+        .arg(x33(&x))
+        .unwrap()
+        .external("external", &b)
+        .unwrap()
+        .run()
+        .unwrap();
+    let eager: Vec<i8> = json["eager"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap() as i8)
+        .collect();
+    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+    assert_eq!(eager, vec![3, 5, -2]);
+
+    // The external as a forward input: named as torch_xla names it.
+    let with_input = Program::text(json["text_input"].as_str().unwrap()).unwrap();
+    let y = client()
+        .compile(&with_input)
+        .unwrap()
+        .inputs()
+        .arg(x33(&x))
+        .unwrap()
+        .external("input_arg 1", &b)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+
+    // The portable artifact (bytecode), with the signature read from the text.
+    let hex = json["bytecode"].as_str().unwrap();
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let y = client()
+        .compile(&Program::bytecode(&bytes, program.signature().cloned()))
+        .unwrap()
+        .inputs()
+        .arg(x33(&x))
+        .unwrap()
+        .external("external", &b)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+}
+
+/// The demo binaries, each in its own process: they register the ops linked into them.
+#[test]
+fn the_demo_binaries_run_through_pjrt() {
+    let run = |bin: &str, env: &[(&str, &str)]| {
+        let out = std::process::Command::new(bin)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stdout, stderr) = run(env!("CARGO_BIN_EXE_seed"), &[]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("result = [3, 5, -2]"), "{stdout}");
+    let (ok, stdout, stderr) = run(env!("CARGO_BIN_EXE_seed_sharded"), &[]);
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("4 device(s): [5, 7, -4, -8, 2, 8, 0, -8]\nequal"),
+        "{stdout}"
+    );
+    // Without a plugin: a clear error naming where it looked.
+    let (ok, _, stderr) = run(
+        env!("CARGO_BIN_EXE_seed"),
+        &[
+            ("CUSTOMOP_PJRT_PLUGIN", "/nonexistent/plugin.so"),
+            ("CUSTOMOP_CACHE", "/nonexistent/cache"),
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "no PJRT plugin found; looked at /nonexistent/plugin.so, \
+             /nonexistent/cache/pjrt-cpu-0.0.1/xla_cpu_pjrt.so"
+        ),
+        "{stderr}"
+    );
+}
