@@ -13,12 +13,15 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "customop builds without MLIR (the kernel cdylib configuration)"
 cargo build -p customop --no-default-features --locked
+step "customop with the runner but without MLIR (feature pjrt alone)"
+cargo build -p customop --no-default-features --features pjrt --locked
+cargo clippy -p customop --no-default-features --features pjrt --locked -- -D warnings
 step "customop without default features depends on no MLIR crate"
 if cargo tree -p customop --no-default-features -e normal,build --locked | grep -E "mlir-sys|melior|tblgen"; then
   echo "customop --no-default-features must not depend on MLIR" >&2; exit 1
 fi
 step "cargo doc (no warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p customop -p customop-macros
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p customop -p customop-macros --features customop/pjrt
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
@@ -48,6 +51,7 @@ step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/torch/seed.py "$CUSTOMOP_KERNELS"
 cargo run --locked -q -p customop-examples --bin seed
+cargo run --locked -q -p customop-examples --bin seed_sharded
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3

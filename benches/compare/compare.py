@@ -157,6 +157,100 @@ def execution_overhead(iterations=2000):
     return results
 
 
+JAX_FIRST = r"""
+import sys, time
+t0 = float(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import numpy as np, jax, jax.extend.backend
+from customop.xla import Library
+lib = Library(sys.argv[3]); lib.register()
+blob = lib.pack("my_lib::Blob", {"gain": 1.5, "bias": -2, "seed": 0, "tag": [0] * 16})
+backend = jax.extend.backend.get_backend("cpu")
+dev = backend.local_devices()[0]
+exe = backend.compile_and_load(open(sys.argv[4]).read(), [dev])
+x = np.arange(9, dtype=np.float32).reshape(3, 3) * 0.1
+out = exe.execute([jax.device_put(x, dev), jax.device_put(np.frombuffer(blob, np.uint8), dev)])
+print(np.asarray(out[0]).tolist())
+"""
+
+
+def runner_vs_jaxlib(iterations=2000, rounds=5):
+    """Per execution, the Rust runner (customop::pjrt, XLA's CPU PJRT plugin) against jaxlib's
+    client, on the seed program and a chain of 1,000 custom calls, the same handlers (the
+    release kernel cdylib) on both sides; and process start to first result."""
+    import numpy as np
+    import jax
+    import jax.extend.backend
+    from customop.xla import Library
+
+    bench = os.path.join(ROOT, "target", "release", "pjrt_bench")
+    tmp = os.path.join(ROOT, "target", "compare")
+    subprocess.run([bench, "--kernels", KERNELS, "--write", tmp], check=True)
+    r = subprocess.run([bench, "--kernels", KERNELS, "--time", str(iterations), str(rounds)],
+                       capture_output=True, text=True, check=True)
+    ours = json.loads(r.stdout.strip().splitlines()[-1])
+
+    lib = Library(KERNELS)
+    lib.register()
+    blob = np.frombuffer(lib.pack("my_lib::Blob", {"gain": 1.5, "bias": -2, "seed": 0, "tag": [0] * 16}), np.uint8)
+    backend = jax.extend.backend.get_backend("cpu")
+    dev = backend.local_devices()[0]
+    x = np.arange(9, dtype=np.float32).reshape(3, 3) * 0.1
+    theirs = {}
+    for key, name, n in [("seed_us", "seed.mlir", iterations), ("chain_us", "chain1000.mlir", iterations // 10 + 1)]:
+        exe = backend.compile_and_load(open(os.path.join(tmp, name)).read(), [dev])
+        xd, bd = jax.device_put(x, dev), jax.device_put(blob, dev)
+
+        def host_to_host():   # the runner's work: host inputs in, host outputs out
+            return np.asarray(exe.execute([jax.device_put(x, dev), jax.device_put(blob, dev)])[0])
+
+        def placed():         # inputs already on the device: execute and read the output
+            return np.asarray(exe.execute([xd, bd])[0])
+
+        for fn in (host_to_host, placed):
+            for _ in range(200):
+                fn()
+            best = None
+            for _ in range(rounds):
+                t = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                per = (time.perf_counter() - t) / n * 1e6
+                best = per if best is None else min(best, per)
+            theirs[(key, fn.__name__)] = best
+
+    def first(cmd):
+        t = time.perf_counter()
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        return time.perf_counter() - t, out
+
+    firsts_ours, firsts_jax = [], []
+    for _ in range(3):
+        firsts_ours.append(first([bench, "--kernels", KERNELS, "--first"]))
+        firsts_jax.append(first([PY, "-c", JAX_FIRST, str(time.time()), os.path.join(ROOT, "python"), KERNELS,
+                                 os.path.join(tmp, "seed.mlir")]))
+    # Both sides computed the same first result.
+    assert {o for _, o in firsts_ours} == {o for _, o in firsts_jax}, (firsts_ours, firsts_jax)
+    return ours, theirs, min(s for s, _ in firsts_ours), min(s for s, _ in firsts_jax), firsts_ours[0][1], firsts_jax[0][1]
+
+
+def print_runner(res):
+    ours, theirs, f_ours, f_jax, out_ours, out_jax = res
+    print()
+    print("Rust runner (customop::pjrt, XLA CPU PJRT plugin 0.0.1) against jaxlib 0.12 (Python client),")
+    print("per execution, best of 5 rounds; host inputs in, host outputs out on both sides:")
+    print("| program | runner | jaxlib (device_put + execute + np.asarray) | runner / jaxlib | jaxlib (inputs placed) | runner / that |")
+    print("|---|---|---|---|---|---|")
+    for key, name in [("seed_us", "seed (1 custom call)"), ("chain_us", "chain of 1,000 custom calls")]:
+        h, p = theirs[(key, "host_to_host")], theirs[(key, "placed")]
+        print("| %s | %.1f µs | %.1f µs | %.2f | %.1f µs | %.2f |" % (name, ours[key], h, ours[key] / h, p, ours[key] / p))
+    print("process start to first result (create client, register, compile the seed, run once; best of 3):")
+    print("| runner | jaxlib | runner / jaxlib |")
+    print("|---|---|---|")
+    print("| %.3f s | %.3f s | %.2f |" % (f_ours, f_jax, f_ours / f_jax))
+    print("first results: runner %s, jaxlib %s" % (out_ours, out_jax))
+
+
 def svg_plot(points, path):
     """points: [(n, us_per_op, kb_per_op)]; a log-x line plot of both, written by hand."""
     w, h, pad = 640, 360, 60
@@ -188,6 +282,9 @@ def svg_plot(points, path):
 
 
 def main():
+    if "--runner" in sys.argv:
+        print_runner(runner_vs_jaxlib())
+        return
     quick = "--quick" in sys.argv
     ns = [1000, 10000] if quick else [1000, 10000, 100000]
     os.makedirs(os.path.join(ROOT, "target", "compare"), exist_ok=True)
@@ -248,6 +345,8 @@ def main():
     print("| %s | %.2f µs |" % (rn, rt * 1e6))
     print("| %s | %.2f µs |" % (cn, ct * 1e6))
     print("| ratio | %.3f |" % (rt / ct))
+
+    print_runner(runner_vs_jaxlib())
 
     for n, c, j, cc, jc in rows:
         if n == 10000:

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
-# Usage: bash benches/compare/run.sh [--quick]
+# Usage: bash benches/compare/run.sh [--quick | --runner]
+# (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/setup.sh
-cargo build --locked --release -q -p customop-examples --bin builder_scaling --bin seed_module
+cargo build --locked --release -q -p customop-examples --bin builder_scaling --bin seed_module --bin pjrt_bench
 cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
 export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
 INC=$(target/xla-venv/bin/python -c 'import jax; print(jax.ffi.include_dir())')

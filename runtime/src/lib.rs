@@ -87,6 +87,10 @@ mod book {
 
     #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
     struct WrappingCKernels;
+
+    #[cfg(feature = "pjrt")]
+    #[doc = include_str!("../../book/src/running-from-rust.md")]
+    struct RunningFromRust;
 }
 
 /// Items the generated code names. Not part of the public API: free to change.

@@ -705,8 +705,9 @@ impl Executable {
             plugin,
             raw: a.buffer,
         };
-        // The data was copied during the call; the event only says so.
-        plugin.await_event(a.done_with_host_buffer)?;
+        // With `ImmutableOnlyDuringCall` the data was copied during the call: the event has
+        // nothing left to wait for (and is only destroyed).
+        plugin.destroy_event(a.done_with_host_buffer);
         Ok(buffer)
     }
 }

@@ -1,0 +1,115 @@
+//! The Rust runner's side of the runner-vs-jaxlib benchmark (`benches/compare/run.sh
+//! --runner`): per-execution time of the seed program and of a chain of 1,000 custom calls,
+//! through `customop::pjrt` with the example kernel cdylib's handlers (the same library the
+//! jaxlib side registers), inputs given from the host and outputs read back to it.
+//!
+//! Usage:
+//!   pjrt_bench --kernels LIB --write DIR             write seed.mlir and chain1000.mlir
+//!   pjrt_bench --kernels LIB --time ITER ROUNDS      print {"seed_us": .., "chain_us": ..}
+//!   pjrt_bench --kernels LIB --first                 create, compile, run the seed once
+
+use customop::pjrt::{Client, Executable, HostTensor, Program};
+use customop_example_kernels::Blob;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn blob() -> Blob {
+    Blob {
+        gain: 1.5,
+        bias: -2,
+        seed: 0,
+        tag: [0; 16],
+    }
+}
+
+fn x() -> Vec<f32> {
+    (0..9).map(|i| i as f32 * 0.1).collect()
+}
+
+/// One execution as a user makes it: inputs from the host (the blob packed by name),
+/// results back on the host.
+fn once(exe: &Executable, name: &str) -> Result<Vec<HostTensor>, Box<dyn std::error::Error>> {
+    Ok(exe
+        .inputs()
+        .arg(HostTensor::from_slice(&[3, 3], &x())?)?
+        .external(name, &blob())?
+        .run()?)
+}
+
+/// The best, over `rounds`, of the mean time per execution over `iterations`.
+fn time(exe: &Executable, name: &str, iterations: u32, rounds: u32) -> Result<f64, Box<dyn std::error::Error>> {
+    for _ in 0..200 {
+        once(exe, name)?;
+    }
+    let mut best = f64::INFINITY;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..iterations {
+            std::hint::black_box(once(exe, name)?);
+        }
+        best = best.min(t.elapsed().as_secs_f64() / f64::from(iterations));
+    }
+    Ok(best * 1e6)
+}
+
+fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [flag, lib, rest @ ..] = args else {
+        return Err("usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into());
+    };
+    if flag != "--kernels" {
+        return Err("the first argument is --kernels LIB".into());
+    }
+    let seed = customop_examples::seed_model()?;
+    match rest {
+        [w, dir] if w == "--write" => {
+            let dir = PathBuf::from(dir);
+            std::fs::write(dir.join("seed.mlir"), seed.to_text()?)?;
+            std::fs::write(
+                dir.join("chain1000.mlir"),
+                customop_examples::custom_call_chain(1000)?.to_text()?,
+            )?;
+            Ok(())
+        }
+        [f] if f == "--first" => {
+            let client = Client::cpu(1)?;
+            client.register_library(lib.as_ref())?;
+            let exe = client.compile(&Program::module(&seed)?)?;
+            let out = once(&exe, "external")?;
+            println!("{:?}", out[0].to_vec::<i8>()?);
+            Ok(())
+        }
+        [t, iterations, rounds] if t == "--time" => {
+            let (iterations, rounds): (u32, u32) = (iterations.parse()?, rounds.parse()?);
+            let client = Client::cpu(1)?;
+            client.register_library(lib.as_ref())?;
+            let seed_exe = client.compile(&Program::module(&seed)?)?;
+            let chain = customop_examples::custom_call_chain(1000)?;
+            let chain_exe = client.compile(&Program::module(&chain)?)?;
+            let seed_us = time(&seed_exe, "external", iterations, rounds)?;
+            let chain_us = time(&chain_exe, "blob", iterations / 10 + 1, rounds)?;
+            println!("{{\"seed_us\": {seed_us:.3}, \"chain_us\": {chain_us:.3}}}");
+            Ok(())
+        }
+        [t, iterations] if t == "--seed-only" => {
+            // For profiling the seed's execution alone.
+            let client = Client::cpu(1)?;
+            client.register_library(lib.as_ref())?;
+            let seed_exe = client.compile(&Program::module(&seed)?)?;
+            println!("{:.3}", time(&seed_exe, "external", iterations.parse()?, 1)?);
+            Ok(())
+        }
+        _ => Err("usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
