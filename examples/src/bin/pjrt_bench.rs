@@ -1,14 +1,15 @@
 //! The Rust runner's side of the runner-vs-jaxlib benchmark (`benches/compare/run.sh
 //! --runner`): per-execution time of the seed program and of a chain of 1,000 custom calls,
 //! through `customop::pjrt` with the example kernel cdylib's handlers (the same library the
-//! jaxlib side registers), inputs given from the host and outputs read back to it.
+//! jaxlib side registers), inputs given from the host (or kept on the device: `*_placed_us`)
+//! and outputs read back to it.
 //!
 //! Usage:
 //!   pjrt_bench --kernels LIB --write DIR             write seed.mlir and chain1000.mlir
 //!   pjrt_bench --kernels LIB --time ITER ROUNDS      print {"seed_us": .., "chain_us": ..}
 //!   pjrt_bench --kernels LIB --first                 create, compile, run the seed once
 
-use customop::pjrt::{Client, Executable, HostTensor, Program};
+use customop::pjrt::{Client, DeviceDescriptor, DeviceTensor, Executable, HostTensor, Program};
 use customop_example_kernels::Blob;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,16 +38,34 @@ fn once(exe: &Executable, name: &str) -> Result<Vec<HostTensor>, Box<dyn std::er
         .run()?)
 }
 
-/// The best, over `rounds`, of the mean time per execution over `iterations`.
-fn time(exe: &Executable, name: &str, iterations: u32, rounds: u32) -> Result<f64, Box<dyn std::error::Error>> {
+/// One execution with both inputs kept on the device (uploaded once), results to the host.
+fn once_placed(
+    exe: &Executable,
+    name: &str,
+    x: &DeviceTensor,
+    b: &DeviceDescriptor<Blob>,
+) -> Result<Vec<HostTensor>, Box<dyn std::error::Error>> {
+    Ok(exe
+        .inputs()
+        .arg_placed(x)?
+        .external_placed(name, b)?
+        .run()?)
+}
+
+/// The best, over `rounds`, of the mean time per call of `f` over `iterations`.
+fn time(
+    iterations: u32,
+    rounds: u32,
+    mut f: impl FnMut() -> Result<Vec<HostTensor>, Box<dyn std::error::Error>>,
+) -> Result<f64, Box<dyn std::error::Error>> {
     for _ in 0..200 {
-        once(exe, name)?;
+        f()?;
     }
     let mut best = f64::INFINITY;
     for _ in 0..rounds {
         let t = Instant::now();
         for _ in 0..iterations {
-            std::hint::black_box(once(exe, name)?);
+            std::hint::black_box(f()?);
         }
         best = best.min(t.elapsed().as_secs_f64() / f64::from(iterations));
     }
@@ -55,7 +74,9 @@ fn time(exe: &Executable, name: &str, iterations: u32, rounds: u32) -> Result<f6
 
 fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let [flag, lib, rest @ ..] = args else {
-        return Err("usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into());
+        return Err(
+            "usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into(),
+        );
     };
     if flag != "--kernels" {
         return Err("the first argument is --kernels LIB".into());
@@ -86,9 +107,20 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             let seed_exe = client.compile(&Program::module(&seed)?)?;
             let chain = customop_examples::custom_call_chain(1000)?;
             let chain_exe = client.compile(&Program::module(&chain)?)?;
-            let seed_us = time(&seed_exe, "external", iterations, rounds)?;
-            let chain_us = time(&chain_exe, "blob", iterations / 10 + 1, rounds)?;
-            println!("{{\"seed_us\": {seed_us:.3}, \"chain_us\": {chain_us:.3}}}");
+            let x = client.upload(&HostTensor::from_slice(&[3, 3], &x())?)?;
+            let b = client.upload_descriptor(&blob())?;
+            let chain_n = iterations / 10 + 1;
+            let seed_us = time(iterations, rounds, || once(&seed_exe, "external"))?;
+            let chain_us = time(chain_n, rounds, || once(&chain_exe, "blob"))?;
+            let seed_placed_us = time(iterations, rounds, || {
+                once_placed(&seed_exe, "external", &x, &b)
+            })?;
+            let chain_placed_us =
+                time(chain_n, rounds, || once_placed(&chain_exe, "blob", &x, &b))?;
+            println!(
+                "{{\"seed_us\": {seed_us:.3}, \"chain_us\": {chain_us:.3}, \
+                 \"seed_placed_us\": {seed_placed_us:.3}, \"chain_placed_us\": {chain_placed_us:.3}}}"
+            );
             Ok(())
         }
         [t, iterations] if t == "--seed-only" => {
@@ -96,10 +128,13 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             let client = Client::cpu(1)?;
             client.register_library(lib.as_ref())?;
             let seed_exe = client.compile(&Program::module(&seed)?)?;
-            println!("{:.3}", time(&seed_exe, "external", iterations.parse()?, 1)?);
+            let n = iterations.parse()?;
+            println!("{:.3}", time(n, 1, || once(&seed_exe, "external"))?);
             Ok(())
         }
-        _ => Err("usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into()),
+        _ => Err(
+            "usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into(),
+        ),
     }
 }
 

@@ -336,6 +336,82 @@ fn a_mutable_external_comes_back_updated() {
     assert!(e.to_string().contains("tensor<Nxui8>"), "{e}");
 }
 
+#[test]
+fn placed_inputs_serve_many_executions_and_go_only_where_they_can() {
+    let c = client();
+    let module = customop_examples::seed_model().unwrap();
+    let exe = c.compile(&Program::module(&module).unwrap()).unwrap();
+    let x = c.upload(&x33(&seed_x())).unwrap();
+    let b = c.upload_descriptor(&seed_blob()).unwrap();
+    for _ in 0..3 {
+        let out = exe
+            .inputs()
+            .arg_placed(&x)
+            .unwrap()
+            .external_placed("external", &b)
+            .unwrap()
+            .run()
+            .unwrap();
+        assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    }
+    // Mixed: the blob placed, x from the host.
+    let out = exe
+        .inputs()
+        .external_placed("external", &b)
+        .unwrap()
+        .arg(x33(&seed_x()))
+        .unwrap()
+        .run()
+        .unwrap();
+    assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    let wrong = c
+        .upload(&HostTensor::from_slice(&[3, 3], &[0f64; 9]).unwrap())
+        .unwrap();
+    let e = exe.inputs().arg_placed(&wrong).unwrap_err().to_string();
+    assert!(e.contains("tensor<3x3xf64> was given"), "{e}");
+    let counter = c
+        .upload_descriptor(&k::Counter {
+            calls: 0,
+            total: 0.0,
+        })
+        .unwrap();
+    let e = exe
+        .inputs()
+        .external_placed("external", &counter)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is `my_lib::Blob`"), "{e}");
+    // A tensor of another client, and a placed tensor for a program split over devices.
+    let other = Client::cpu(4).unwrap();
+    let theirs = other.upload(&x33(&seed_x())).unwrap();
+    let e = exe
+        .inputs()
+        .arg_placed(&theirs)
+        .unwrap()
+        .external_placed("external", &b)
+        .unwrap()
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("uploaded by another client"), "{e}");
+    let split = other
+        .compile(&Program::module(&customop_examples::seed_model_split(8, 4, 4).unwrap()).unwrap())
+        .unwrap();
+    let rows = other
+        .upload(&HostTensor::from_slice(&[8, 4], &[0.5f32; 32]).unwrap())
+        .unwrap();
+    let e = split
+        .inputs()
+        .arg_placed(&rows)
+        .unwrap()
+        .external("external", &seed_blob())
+        .unwrap()
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the program runs on 4"), "{e}");
+}
+
 /// The seed's whole path: torch program → `customop.torch.export` (annotated StableHLO,
 /// written to a file) → this runner, the Blob fed by the name the annotation carries.
 #[test]

@@ -382,13 +382,19 @@ impl Drop for Executable {
 #[derive(Debug)]
 pub struct Inputs<'e> {
     exe: &'e Executable,
-    slots: Vec<Option<HostTensor>>,
+    slots: Vec<Option<Given<'e>>>,
+}
+
+/// An input as given: host data, or a tensor kept on the device.
+#[derive(Debug)]
+enum Given<'e> {
+    Host(HostTensor),
+    Device(&'e DeviceTensor),
 }
 
 impl<'e> Inputs<'e> {
-    /// Gives the next argument that is not an external (in the entry function's order), and
-    /// checks its type.
-    pub fn arg(mut self, tensor: HostTensor) -> Result<Self, RunError> {
+    /// The next argument that is not an external and not yet given.
+    fn next_arg(&self, ty: &TensorType) -> Result<usize, RunError> {
         let sig = self.exe.signature()?;
         let Some(p) = sig
             .params
@@ -400,14 +406,28 @@ impl<'e> Inputs<'e> {
                 "the program takes {n} arguments besides its externals; one more was given"
             )));
         };
-        check_type(p.index, &p.ty, &tensor)?;
-        self.slots[p.index] = Some(tensor);
+        check_type(p.index, &p.ty, ty)?;
+        Ok(p.index)
+    }
+
+    /// Gives the next argument that is not an external (in the entry function's order), and
+    /// checks its type.
+    pub fn arg(mut self, tensor: HostTensor) -> Result<Self, RunError> {
+        let i = self.next_arg(tensor.ty())?;
+        self.slots[i] = Some(Given::Host(tensor));
         Ok(self)
     }
 
-    /// Gives external `name`: checks that the program's annotation names this descriptor
-    /// (`T::NAME`), with this layout's fingerprint and packed size, then packs `value`.
-    pub fn external<T: Descriptor>(mut self, name: &str, value: &T) -> Result<Self, RunError> {
+    /// As [`Inputs::arg`], with a tensor kept on the device ([`Client::upload`]), for
+    /// one-device programs.
+    pub fn arg_placed(mut self, tensor: &'e DeviceTensor) -> Result<Self, RunError> {
+        let i = self.next_arg(&tensor.ty)?;
+        self.slots[i] = Some(Given::Device(tensor));
+        Ok(self)
+    }
+
+    /// The argument of external `name`, checked against a `T` packed into `size` bytes.
+    fn external_slot<T: Descriptor>(&self, name: &str, size: usize) -> Result<usize, RunError> {
         let sig = self.exe.signature()?;
         let Some(p) = sig.external(name) else {
             let names: Vec<&str> = sig
@@ -435,31 +455,48 @@ impl<'e> Inputs<'e> {
                 T::fingerprint()
             )));
         }
-        let packed = value.pack();
-        if packed.len() != spec.size {
+        if size != spec.size || p.ty.element() != ElementType::U8 || p.ty.shape() != [size as i64] {
             return Err(RunError::Input(format!(
-                "external `{name}` ({}) packs to {} bytes, but the program takes {}",
+                "external `{name}` ({}) packs to {size} bytes, but the program takes {} ({})",
                 T::NAME,
-                packed.len(),
-                spec.size
+                spec.size,
+                p.ty
             )));
         }
-        let t = HostTensor::from_bytes(p.ty.clone(), packed).map_err(|_| {
-            RunError::Input(format!(
-                "external `{name}`: argument {} is {}, not tensor<{}xui8>",
-                p.index, p.ty, spec.size
-            ))
-        })?;
-        self.slots[p.index] = Some(t);
+        Ok(p.index)
+    }
+
+    /// Gives external `name`: checks that the program's annotation names this descriptor
+    /// (`T::NAME`), with this layout's fingerprint and packed size, then packs `value`.
+    pub fn external<T: Descriptor>(mut self, name: &str, value: &T) -> Result<Self, RunError> {
+        let packed = value.pack();
+        let i = self.external_slot::<T>(name, packed.len())?;
+        let ty = TensorType::new(ElementType::U8, [packed.len() as i64])
+            .map_err(|e| RunError::Input(e.message))?;
+        self.slots[i] = Some(Given::Host(HostTensor::from_bytes(ty, packed)?));
+        Ok(self)
+    }
+
+    /// As [`Inputs::external`], with a descriptor kept on the device
+    /// ([`Client::upload_descriptor`]), for one-device programs.
+    pub fn external_placed<T: Descriptor>(
+        mut self,
+        name: &str,
+        value: &'e DeviceDescriptor<T>,
+    ) -> Result<Self, RunError> {
+        let size = value.tensor.ty.element_count() as usize;
+        let i = self.external_slot::<T>(name, size)?;
+        self.slots[i] = Some(Given::Device(&value.tensor));
         Ok(self)
     }
 
     /// Runs the program on these inputs (see [`Executable::run`]).
     pub fn run(self) -> Result<Vec<HostTensor>, RunError> {
         let mut args = Vec::with_capacity(self.slots.len());
-        for (i, s) in self.slots.into_iter().enumerate() {
+        for (i, s) in self.slots.iter().enumerate() {
             match s {
-                Some(t) => args.push(t),
+                Some(Given::Host(t)) => args.push(Slot::Host(t)),
+                Some(Given::Device(t)) => args.push(Slot::Device(t)),
                 None => {
                     let what = match self
                         .exe
@@ -479,15 +516,14 @@ impl<'e> Inputs<'e> {
                 }
             }
         }
-        self.exe.run(&args)
+        self.exe.run_slots(&args)
     }
 }
 
-fn check_type(index: usize, want: &TensorType, got: &HostTensor) -> Result<(), RunError> {
-    if want != got.ty() {
+fn check_type(index: usize, want: &TensorType, got: &TensorType) -> Result<(), RunError> {
+    if want != got {
         return Err(RunError::Input(format!(
-            "argument {index} is {want}, but {} was given",
-            got.ty()
+            "argument {index} is {want}, but {got} was given"
         )));
     }
     Ok(())
@@ -541,7 +577,7 @@ impl Executable {
         let n = self.signature.as_ref().map_or(0, |s| s.params.len());
         Inputs {
             exe: self,
-            slots: vec![None; n],
+            slots: (0..n).map(|_| None).collect(),
         }
     }
 
@@ -576,6 +612,11 @@ impl Executable {
     /// first; in a program with a mesh, each argument is split over the devices as its
     /// sharding says, and each result assembled from its shards.
     pub fn run(&self, args: &[HostTensor]) -> Result<Vec<HostTensor>, RunError> {
+        let slots: Vec<Slot<'_>> = args.iter().map(Slot::Host).collect();
+        self.run_slots(&slots)
+    }
+
+    fn run_slots(&self, args: &[Slot<'_>]) -> Result<Vec<HostTensor>, RunError> {
         let plugin = self.client.plugin;
         if let Some(sig) = &self.signature {
             if args.len() != sig.params.len() {
@@ -586,10 +627,28 @@ impl Executable {
                 )));
             }
             for (p, a) in sig.params.iter().zip(args) {
-                check_type(p.index, &p.ty, a)?;
-                if let Some(e) = &p.external {
-                    check_external_bytes(e, a)?;
+                check_type(p.index, &p.ty, a.ty())?;
+                if let (Some(e), Slot::Host(h)) = (&p.external, a) {
+                    check_external_bytes(e, h)?;
                 }
+            }
+        }
+        let mut kept = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if let Slot::Device(d) = a {
+                if !Arc::ptr_eq(&d.client, &self.client) {
+                    return Err(RunError::Input(format!(
+                        "argument {i} was uploaded by another client"
+                    )));
+                }
+                if self.partitions > 1 {
+                    return Err(RunError::Input(format!(
+                        "argument {i} is on one device, but the program runs on {}: give it \
+                         from the host, to be split",
+                        self.partitions
+                    )));
+                }
+                kept.push(i as i64);
             }
         }
         let n_dev = self.partitions;
@@ -598,11 +657,20 @@ impl Executable {
             .as_ref()
             .map(|s| s.mesh.clone())
             .unwrap_or_default();
-        // Per device, per argument: the buffer.
-        let mut inputs: Vec<Vec<Buffer<'_>>> = Vec::with_capacity(n_dev);
+        // Per device, per argument: the buffer (uploaded here and owned by `inputs`, or one
+        // the caller keeps on the device).
+        let mut inputs: Vec<Buffer<'_>> = Vec::with_capacity(n_dev * args.len());
+        let mut arg_ptrs: Vec<Vec<*mut sys::PJRT_Buffer>> = Vec::with_capacity(n_dev);
         for d in 0..n_dev {
             let mut row = Vec::with_capacity(args.len());
             for (i, a) in args.iter().enumerate() {
+                let a = match a {
+                    Slot::Device(t) => {
+                        row.push(t.raw);
+                        continue;
+                    }
+                    Slot::Host(h) => *h,
+                };
                 let sharding = self
                     .signature
                     .as_ref()
@@ -612,14 +680,15 @@ impl Executable {
                     Some(sh) if n_dev > 1 => shard_of(a, sh, &mesh, d)?,
                     _ => None,
                 };
-                row.push(self.to_device(piece.as_ref().unwrap_or(a), d)?);
+                let b = Buffer {
+                    plugin,
+                    raw: upload(&self.client, piece.as_ref().unwrap_or(a), d)?,
+                };
+                row.push(b.raw);
+                inputs.push(b);
             }
-            inputs.push(row);
+            arg_ptrs.push(row);
         }
-        let arg_ptrs: Vec<Vec<*mut sys::PJRT_Buffer>> = inputs
-            .iter()
-            .map(|row| row.iter().map(|b| b.raw).collect())
-            .collect();
         let arg_lists: Vec<*const *mut sys::PJRT_Buffer> =
             arg_ptrs.iter().map(|r| r.as_ptr()).collect();
         let mut out_ptrs: Vec<Vec<*mut sys::PJRT_Buffer>> =
@@ -628,6 +697,9 @@ impl Executable {
             out_ptrs.iter_mut().map(|r| r.as_mut_ptr()).collect();
         let mut events: Vec<*mut sys::PJRT_Event> = vec![core::ptr::null_mut(); n_dev];
         let mut options = sys::PJRT_ExecuteOptions::new();
+        // Buffers the caller keeps are never donated to the outputs.
+        options.non_donatable_input_indices = kept.as_ptr();
+        options.num_non_donatable_input_indices = kept.len();
         let mut ex = sys::PJRT_LoadedExecutable_Execute_Args::new();
         ex.executable = self.raw;
         ex.options = &mut options;
@@ -679,36 +751,134 @@ impl Executable {
         }
         Ok(results)
     }
+}
 
-    fn to_device(&self, t: &HostTensor, device: usize) -> Result<Buffer<'_>, RunError> {
-        let plugin = self.client.plugin;
-        let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
-        a.client = self.client.raw;
-        // An empty tensor still needs a valid pointer.
-        let dummy = [0u8; 8];
-        a.data = if t.bytes().is_empty() {
-            dummy.as_ptr().cast()
-        } else {
-            t.bytes().as_ptr().cast()
-        };
-        a.type_ = sys::buffer_type(t.element());
-        a.dims = t.dims().as_ptr();
-        a.num_dims = t.dims().len();
-        a.host_buffer_semantics = sys::HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL;
-        a.device = self.client.devices[device];
-        plugin.call(
-            "PJRT_Client_BufferFromHostBuffer",
-            plugin.api.client_buffer_from_host_buffer,
-            &mut a,
+/// Copies `t` to device `device` of `client` (the plugin copies during the call), and returns
+/// the new buffer, owned by the caller.
+fn upload(
+    client: &ClientInner,
+    t: &HostTensor,
+    device: usize,
+) -> Result<*mut sys::PJRT_Buffer, RunError> {
+    let plugin = client.plugin;
+    let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+    a.client = client.raw;
+    // An empty tensor still needs a valid pointer.
+    let dummy = [0u8; 8];
+    a.data = if t.bytes().is_empty() {
+        dummy.as_ptr().cast()
+    } else {
+        t.bytes().as_ptr().cast()
+    };
+    a.type_ = sys::buffer_type(t.element());
+    a.dims = t.dims().as_ptr();
+    a.num_dims = t.dims().len();
+    a.host_buffer_semantics = sys::HOST_BUFFER_IMMUTABLE_ONLY_DURING_CALL;
+    a.device = client.devices[device];
+    plugin.call(
+        "PJRT_Client_BufferFromHostBuffer",
+        plugin.api.client_buffer_from_host_buffer,
+        &mut a,
+    )?;
+    // With `ImmutableOnlyDuringCall` the data was copied during the call: the event has
+    // nothing left to wait for (and is only destroyed).
+    plugin.destroy_event(a.done_with_host_buffer);
+    Ok(a.buffer)
+}
+
+/// An input: from the host, or already on the device.
+#[derive(Debug, Clone, Copy)]
+enum Slot<'a> {
+    Host(&'a HostTensor),
+    Device(&'a DeviceTensor),
+}
+
+impl Slot<'_> {
+    fn ty(&self) -> &TensorType {
+        match self {
+            Slot::Host(h) => h.ty(),
+            Slot::Device(d) => &d.ty,
+        }
+    }
+}
+
+/// A tensor the plugin holds on the client's first device ([`Client::upload`]): give it to
+/// many executions of one-device programs ([`Inputs::arg_placed`]) without copying it again.
+/// Never donated to an execution's outputs; freed when dropped.
+pub struct DeviceTensor {
+    client: Arc<ClientInner>,
+    raw: *mut sys::PJRT_Buffer,
+    ty: TensorType,
+}
+
+// SAFETY: PJRT buffers may be used from any thread (PJRT's contract); this value owns the
+// buffer and destroys it once, in Drop.
+unsafe impl Send for DeviceTensor {}
+// SAFETY: as for Send: executions only read the buffer (it is never donated).
+unsafe impl Sync for DeviceTensor {}
+
+impl std::fmt::Debug for DeviceTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceTensor({})", self.ty)
+    }
+}
+
+impl Drop for DeviceTensor {
+    fn drop(&mut self) {
+        drop(Buffer {
+            plugin: self.client.plugin,
+            raw: self.raw,
+        });
+    }
+}
+
+impl DeviceTensor {
+    /// Its type.
+    pub fn ty(&self) -> &TensorType {
+        &self.ty
+    }
+}
+
+/// A packed `T` descriptor on the device ([`Client::upload_descriptor`]), for
+/// [`Inputs::external_placed`].
+pub struct DeviceDescriptor<T> {
+    tensor: DeviceTensor,
+    _t: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for DeviceDescriptor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceDescriptor({:?})", self.tensor)
+    }
+}
+
+impl Client {
+    /// Copies `t` to the client's first device, to give to many executions.
+    pub fn upload(&self, t: &HostTensor) -> Result<DeviceTensor, RunError> {
+        let raw = upload(&self.inner, t, 0)?;
+        Ok(DeviceTensor {
+            client: self.inner.clone(),
+            raw,
+            ty: t.ty().clone(),
+        })
+    }
+
+    /// Packs `value` and copies it to the client's first device, to give as an external to
+    /// many executions.
+    pub fn upload_descriptor<T: Descriptor>(
+        &self,
+        value: &T,
+    ) -> Result<DeviceDescriptor<T>, RunError> {
+        let packed = value.pack();
+        let t = HostTensor::from_bytes(
+            TensorType::new(ElementType::U8, [packed.len() as i64])
+                .map_err(|e| RunError::Input(e.message))?,
+            packed,
         )?;
-        let buffer = Buffer {
-            plugin,
-            raw: a.buffer,
-        };
-        // With `ImmutableOnlyDuringCall` the data was copied during the call: the event has
-        // nothing left to wait for (and is only destroyed).
-        plugin.destroy_event(a.done_with_host_buffer);
-        Ok(buffer)
+        Ok(DeviceDescriptor {
+            tensor: self.upload(&t)?,
+            _t: core::marker::PhantomData,
+        })
     }
 }
 

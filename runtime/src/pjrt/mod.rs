@@ -22,7 +22,7 @@ mod program;
 pub mod sys;
 
 pub use error::{PjrtCode, RunError};
-pub use exec::{Client, Executable, Inputs};
+pub use exec::{Client, DeviceDescriptor, DeviceTensor, Executable, Inputs};
 pub use host::HostTensor;
 pub use plugin::{CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path};
 pub use program::{DimSharding, ExternalSpec, Param, Program, Signature};
