@@ -55,6 +55,13 @@ cargo run --locked -q -p customop-examples --bin seed_sharded
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
+# Every program customop.torch's Exported.run runs on jaxlib in the Python tests also runs
+# through the Rust runner (examples/src/bin/pjrt_run.rs), which must agree; each check is
+# counted in the log.
+cargo build --locked -q -p customop-examples --bin pjrt_run
+export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
+export CUSTOMOP_PJRT_CROSS_CHECK_LOG="$PWD/target/pjrt-cross-checks.log"
+rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 # Python unittest files, each counted in the closing total like a cargo test binary.
 py_tests() {
   local what=$1 file=$2 out
@@ -71,6 +78,9 @@ py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_
 py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export" tests/xla/test_computed_shapes.py
 py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal" tests/xla/test_generic_ops.py
 py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export" tests/xla/test_dtypes.py
+checks=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" 2>/dev/null || echo 0)
+[ "$checks" -gt 0 ] || { echo "no PJRT cross-check ran in the Python tests" >&2; exit 1; }
+echo "PJRT cross-check: $checks torch_xla exports run by both jaxlib and the Rust runner, all agreeing" >&2
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

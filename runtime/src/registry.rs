@@ -16,9 +16,6 @@ pub struct OpEntry {
     pub schema: fn() -> &'static OpSchema,
     /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
     pub handler_symbol: &'static str,
-    /// The handler itself (`None` when the macro reported errors and emitted none), for
-    /// runners in this process to register without looking the symbol up.
-    pub handler: Option<HandlerFn>,
 }
 
 /// An XLA FFI handler: `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)`.
@@ -44,10 +41,33 @@ pub fn find(name: &str) -> Option<&'static OpSchema> {
     ops().find(|s| s.name == name)
 }
 
+/// The handlers of the ops whose definitions were built in this process, by target (filled by
+/// `OpDef::with_handler`, which each op's generated `definition()` calls).
+fn handlers() -> &'static std::sync::Mutex<std::collections::HashMap<String, HandlerFn>> {
+    static HANDLERS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, HandlerFn>>,
+    > = std::sync::OnceLock::new();
+    HANDLERS.get_or_init(Default::default)
+}
+
+/// Records `handler` as the handler of `target` (from the op's definition).
+pub(crate) fn record_handler(target: &str, handler: HandlerFn) {
+    handlers()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(target.to_string(), handler);
+}
+
 /// Every op linked into this binary that has a handler: its schema and handler.
 #[cfg_attr(not(feature = "pjrt"), allow(dead_code))]
-pub(crate) fn linked_handlers() -> impl Iterator<Item = (&'static OpSchema, HandlerFn)> {
-    entries().filter_map(|e| e.handler.map(|h| ((e.schema)(), h)))
+pub(crate) fn linked_handlers() -> Vec<(&'static OpSchema, HandlerFn)> {
+    // Building each schema builds its definition, which records its handler.
+    let schemas: Vec<&'static OpSchema> = ops().collect();
+    let table = handlers().lock().unwrap_or_else(|e| e.into_inner());
+    schemas
+        .into_iter()
+        .filter_map(|s| table.get(&s.target).map(|h| (s, *h)))
+        .collect()
 }
 
 /// The JSON manifest of every op in this binary: names, targets, handler symbols, schemas

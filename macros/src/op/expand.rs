@@ -65,7 +65,7 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
     let target = &op.target;
     let api_version = op.api_version;
     let results = results(op);
-    let schema = expand_schema(op, &p, &results);
+    let schema = expand_schema(op, &p, &results, handler);
     let lowering = expand_lowering(op, &p, &results);
     let emit_handler = handler;
     let handler = if emit_handler {
@@ -74,12 +74,6 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
         TokenStream::new()
     };
     let symbol = handler_symbol(target);
-    let handler_fn = if emit_handler {
-        let f = Ident::new(&symbol, Span::call_site());
-        quote!(::core::option::Option::Some(#f))
-    } else {
-        quote!(::core::option::Option::None)
-    };
     let doc = format!(
         "Companion items of the custom op `{name}` (target `{target}`): its schema, its lowering and its XLA handler."
     );
@@ -105,7 +99,6 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
                 #p::OpEntry {
                     schema,
                     handler_symbol: HANDLER_SYMBOL,
-                    handler: #handler_fn,
                 }
             }
 
@@ -242,7 +235,7 @@ fn option_usize(v: &Option<usize>) -> TokenStream {
     }
 }
 
-fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStream {
+fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>], handler: bool) -> TokenStream {
     let bounds = bounds(op, p);
     let name = &op.name;
     let target = &op.target;
@@ -344,6 +337,15 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
             quote!(::core::option::Option::Some(#p::partition_rule(::core::convert::From::from([#(#entries),*]))))
         }
     };
+    // The handler's address, recorded with the definition (inside `definition`, whose bounds
+    // are the handler's: naming the handler anywhere else would report a type that does not
+    // satisfy them a second time), for runners in this process to register.
+    let with_handler = if handler {
+        let f = Ident::new(&handler_symbol(&op.target), Span::call_site());
+        quote!(.with_handler(#f))
+    } else {
+        TokenStream::new()
+    };
     quote! {
         /// The op's definition: its schema and the plan the runtime derives from it once (operand
         /// and result order, shape rules, aliases, partitioning), which the lowering and the
@@ -358,7 +360,7 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>]) -> TokenStre
                 ::core::convert::From::from([#(#params),*]),
                 ::core::convert::From::from([#(#res),*]),
                 #partition,
-            )))
+            ))#with_handler)
         }
 
         /// The op's schema.

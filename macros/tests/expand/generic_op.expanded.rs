@@ -27,45 +27,48 @@ pub mod rms_norm {
         for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
     {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(
-            ::customop::__private::op_schema(
-                "nn::rms_norm",
-                "nn.rms_norm",
-                4u32,
-                false,
-                ::core::convert::From::from([
-                    ::customop::__private::tensor_param_var(
-                        "x",
-                        "T",
+        DEF.get_or_init(|| {
+            ::customop::__private::OpDef::new(
+                    ::customop::__private::op_schema(
+                        "nn::rms_norm",
+                        "nn.rms_norm",
+                        4u32,
+                        false,
                         ::core::convert::From::from([
-                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        ]),
-                        ::core::option::Option::Some(2usize),
-                    ),
-                    ::customop::__private::attr_param(
-                        "eps",
-                        <f32 as ::customop::__private::ffi::AttrValue<
-                            'static,
-                        >>::attr_type(),
-                    ),
-                ]),
-                ::core::convert::From::from([
-                    ::customop::__private::tensor_result_var(
-                        "y",
-                        "T",
-                        ::core::convert::From::from([
-                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                            ::customop::__private::tensor_param_var(
+                                "x",
+                                "T",
+                                ::core::convert::From::from([
+                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ]),
+                                ::core::option::Option::Some(2usize),
+                            ),
+                            ::customop::__private::attr_param(
+                                "eps",
+                                <f32 as ::customop::__private::ffi::AttrValue<
+                                    'static,
+                                >>::attr_type(),
+                            ),
                         ]),
                         ::core::convert::From::from([
-                            ::customop::__private::shape_of("x"),
+                            ::customop::__private::tensor_result_var(
+                                "y",
+                                "T",
+                                ::core::convert::From::from([
+                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ]),
+                                ::core::convert::From::from([
+                                    ::customop::__private::shape_of("x"),
+                                ]),
+                            ),
                         ]),
+                        ::core::option::Option::None,
                     ),
-                ]),
-                ::core::option::Option::None,
-            ),
-        ))
+                )
+                .with_handler(customop_handler_nn_rms_norm)
+        })
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
@@ -76,8 +79,7 @@ pub mod rms_norm {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
-        : ::core::option::Option::Some(customop_handler_nn_rms_norm), }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc =

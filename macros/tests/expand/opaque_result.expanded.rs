@@ -22,27 +22,30 @@ pub mod make_stats {
         for<'__f> Stats: ::customop::__private::descriptor::Descriptor,
     {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(
-            ::customop::__private::op_schema(
-                "example::make_stats",
-                "example.make_stats",
-                4u32,
-                false,
-                ::core::convert::From::from([
-                    ::customop::__private::tensor_param(
-                        "x",
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+        DEF.get_or_init(|| {
+            ::customop::__private::OpDef::new(
+                    ::customop::__private::op_schema(
+                        "example::make_stats",
+                        "example.make_stats",
+                        4u32,
+                        false,
+                        ::core::convert::From::from([
+                            ::customop::__private::tensor_param(
+                                "x",
+                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ::core::option::Option::None,
+                            ),
+                        ]),
+                        ::core::convert::From::from([
+                            ::customop::__private::opaque_result(
+                                <Stats as ::customop::__private::descriptor::Descriptor>::layout(),
+                            ),
+                        ]),
                         ::core::option::Option::None,
                     ),
-                ]),
-                ::core::convert::From::from([
-                    ::customop::__private::opaque_result(
-                        <Stats as ::customop::__private::descriptor::Descriptor>::layout(),
-                    ),
-                ]),
-                ::core::option::Option::None,
-            ),
-        ))
+                )
+                .with_handler(customop_handler_example_make_stats)
+        })
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
@@ -53,8 +56,7 @@ pub mod make_stats {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
-        : ::core::option::Option::Some(customop_handler_example_make_stats), }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc =

@@ -27,50 +27,53 @@ pub mod custom_op_external {
         for<'__f> i8: ::customop::__private::types::Element,
     {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(
-            ::customop::__private::op_schema(
-                "my_custom_library::custom_op_external",
-                "my_custom_library.custom_op_external",
-                4u32,
-                true,
-                ::core::convert::From::from([
-                    ::customop::__private::external_param(
-                        "blob",
-                        false,
-                        <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
-                    ),
-                    ::customop::__private::tensor_param(
-                        "x",
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        ::core::option::Option::Some(2usize),
-                    ),
-                ]),
-                ::core::convert::From::from([
-                    ::customop::__private::tensor_result(
-                        "y",
-                        <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+        DEF.get_or_init(|| {
+            ::customop::__private::OpDef::new(
+                    ::customop::__private::op_schema(
+                        "my_custom_library::custom_op_external",
+                        "my_custom_library.custom_op_external",
+                        4u32,
+                        true,
                         ::core::convert::From::from([
-                            ::customop::__private::dim_rule(
-                                ::customop::__private::expr_dim("x", 0usize),
+                            ::customop::__private::external_param(
+                                "blob",
+                                false,
+                                <Blob as ::customop::__private::descriptor::Descriptor>::layout(),
+                            ),
+                            ::customop::__private::tensor_param(
+                                "x",
+                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ::core::option::Option::Some(2usize),
                             ),
                         ]),
-                    ),
-                ]),
-                ::core::option::Option::Some(
-                    ::customop::__private::partition_rule(
                         ::core::convert::From::from([
-                            (
-                                "x",
+                            ::customop::__private::tensor_result(
+                                "y",
+                                <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                                 ::core::convert::From::from([
-                                    ::core::option::Option::Some("rows"),
-                                    ::core::option::Option::None,
+                                    ::customop::__private::dim_rule(
+                                        ::customop::__private::expr_dim("x", 0usize),
+                                    ),
                                 ]),
                             ),
                         ]),
+                        ::core::option::Option::Some(
+                            ::customop::__private::partition_rule(
+                                ::core::convert::From::from([
+                                    (
+                                        "x",
+                                        ::core::convert::From::from([
+                                            ::core::option::Option::Some("rows"),
+                                            ::core::option::Option::None,
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ),
                     ),
-                ),
-            ),
-        ))
+                )
+                .with_handler(customop_handler_my_custom_library_custom_op_external)
+        })
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
@@ -81,10 +84,7 @@ pub mod custom_op_external {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
-        :
-        ::core::option::Option::Some(customop_handler_my_custom_library_custom_op_external),
-        }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc =

@@ -32,55 +32,58 @@ pub mod step {
         for<'__f> Cfg: ::customop::__private::ffi::AttrRef<'__f>,
     {
         static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
-        DEF.get_or_init(|| ::customop::__private::OpDef::new(
-            ::customop::__private::op_schema(
-                "example::step",
-                "example.step",
-                4u32,
-                true,
-                ::core::convert::From::from([
-                    ::customop::__private::external_param(
-                        "state",
+        DEF.get_or_init(|| {
+            ::customop::__private::OpDef::new(
+                    ::customop::__private::op_schema(
+                        "example::step",
+                        "example.step",
+                        4u32,
                         true,
-                        <Counter as ::customop::__private::descriptor::Descriptor>::layout(),
-                    ),
-                    ::customop::__private::tensor_param(
-                        "x",
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ::core::convert::From::from([
+                            ::customop::__private::external_param(
+                                "state",
+                                true,
+                                <Counter as ::customop::__private::descriptor::Descriptor>::layout(),
+                            ),
+                            ::customop::__private::tensor_param(
+                                "x",
+                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ::core::option::Option::None,
+                            ),
+                            ::customop::__private::attr_param(
+                                "eps",
+                                <f32 as ::customop::__private::ffi::AttrValue<
+                                    'static,
+                                >>::attr_type(),
+                            ),
+                            ::customop::__private::attr_param(
+                                "label",
+                                <str as ::customop::__private::ffi::AttrRef<
+                                    'static,
+                                >>::attr_type(),
+                            ),
+                            ::customop::__private::attr_param(
+                                "cfg",
+                                <Cfg as ::customop::__private::ffi::AttrRef<
+                                    'static,
+                                >>::attr_type(),
+                            ),
+                        ]),
+                        ::core::convert::From::from([
+                            ::customop::__private::tensor_result(
+                                "y",
+                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                ::core::convert::From::from([
+                                    ::customop::__private::shape_of("x"),
+                                ]),
+                            ),
+                            ::customop::__private::updated_external("state"),
+                        ]),
                         ::core::option::Option::None,
                     ),
-                    ::customop::__private::attr_param(
-                        "eps",
-                        <f32 as ::customop::__private::ffi::AttrValue<
-                            'static,
-                        >>::attr_type(),
-                    ),
-                    ::customop::__private::attr_param(
-                        "label",
-                        <str as ::customop::__private::ffi::AttrRef<
-                            'static,
-                        >>::attr_type(),
-                    ),
-                    ::customop::__private::attr_param(
-                        "cfg",
-                        <Cfg as ::customop::__private::ffi::AttrRef<
-                            'static,
-                        >>::attr_type(),
-                    ),
-                ]),
-                ::core::convert::From::from([
-                    ::customop::__private::tensor_result(
-                        "y",
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                        ::core::convert::From::from([
-                            ::customop::__private::shape_of("x"),
-                        ]),
-                    ),
-                    ::customop::__private::updated_external("state"),
-                ]),
-                ::core::option::Option::None,
-            ),
-        ))
+                )
+                .with_handler(customop_handler_example_step)
+        })
     }
     /// The op's schema.
     pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
@@ -91,8 +94,7 @@ pub mod step {
         schema().schema_string()
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, handler
-        : ::core::option::Option::Some(customop_handler_example_step), }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }
     ::customop::__private::if_mlir! {
         #[doc = r" The op's results."] #[derive(Debug, Clone)] pub struct Outputs { pub y

@@ -56,16 +56,24 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
+    /// The most devices a client is asked for (each CPU device is a set of threads and
+    /// buffers in this process).
+    pub const MAX_DEVICES: usize = 256;
+
     /// A client of the located plugin ([`Plugin::locate`]) with `devices` devices.
     pub fn cpu(devices: usize) -> Result<Client, RunError> {
         Client::new(Plugin::locate()?, devices)
     }
 
     /// A client of `plugin` with `devices` devices (the CPU plugin's `cpu_device_count`
-    /// option; it has 4 by default). Fails unless the client has at least that many.
+    /// option; it has 4 by default), between 1 and [`Client::MAX_DEVICES`]. Fails unless the
+    /// client has at least that many.
     pub fn new(plugin: &'static Plugin, devices: usize) -> Result<Client, RunError> {
-        if devices == 0 {
-            return Err(RunError::Input("a client needs at least one device".into()));
+        if devices == 0 || devices > Client::MAX_DEVICES {
+            return Err(RunError::Input(format!(
+                "a client has 1 to {} devices, not {devices}",
+                Client::MAX_DEVICES
+            )));
         }
         const OPTION: &str = "cpu_device_count";
         let mut opt = sys::PJRT_NamedValue::new();

@@ -31,6 +31,13 @@ impl OpDef {
         OpDef { schema, plan }
     }
 
+    /// The same definition, its handler recorded for runners in this process
+    /// (`registry::linked_handlers`).
+    pub fn with_handler(self, handler: crate::registry::HandlerFn) -> OpDef {
+        crate::registry::record_handler(&self.schema.target, handler);
+        self
+    }
+
     /// The schema.
     #[inline]
     pub fn schema(&self) -> &OpSchema {
