@@ -82,6 +82,23 @@ pub fn run_on_xla(
     }
 }
 
+/// A binary's exit: success, or the error printed (with the set-up hint when the plugin is
+/// missing) and failure.
+pub fn exit_with(result: Result<(), Box<dyn std::error::Error>>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            if let Some(customop::pjrt::RunError::PluginNotFound { .. }) =
+                e.downcast_ref::<customop::pjrt::RunError>()
+            {
+                eprintln!("run `bash scripts/setup.sh --pjrt` first");
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// This process's peak resident set size in bytes (`VmHWM` of `/proc/self/status`).
 pub fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -108,13 +108,13 @@ fn the_seed_model_runs_with_the_rust_handler() {
 /// external as a registered buffer and as a forward input. All three equal what the Rust
 /// builder's seed module gives on XLA for the same inputs, and the exported entry argument
 /// carries the same annotation as the Rust builder's.
-#[test]
-fn the_torch_seed_program_matches_the_rust_builder() {
-    let harness = Harness::get();
+/// What `examples/torch/seed.py --json` (with `extra` arguments) prints.
+fn torch_seed_json(extra: &[&str]) -> serde_json::Value {
     let script = customop_xla::workspace_root().join("examples/torch/seed.py");
-    let out = std::process::Command::new(harness.python())
+    let out = std::process::Command::new(Harness::get().python())
         .arg(&script)
         .arg("--json")
+        .args(extra)
         .arg(example_kernels())
         .env("PJRT_DEVICE", "CPU")
         .output()
@@ -124,8 +124,12 @@ fn the_torch_seed_program_matches_the_rust_builder() {
         "seed.py failed (torch and torch_xla come with scripts/setup.sh):\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("seed.py --json prints JSON");
+    serde_json::from_slice(&out.stdout).expect("seed.py --json prints JSON")
+}
+
+#[test]
+fn the_torch_seed_program_matches_the_rust_builder() {
+    let json = torch_seed_json(&[]);
 
     // The same inputs through the Rust builder's seed module.
     let b = k::Blob {

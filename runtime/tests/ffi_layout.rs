@@ -8,7 +8,6 @@ use core::mem::{offset_of, size_of};
 use customop::__private::ffi::abi::*;
 use customop::ElementType;
 use std::collections::BTreeMap;
-use std::process::Command;
 
 macro_rules! layout {
     ($map:ident, $t:ident { $($f:ident $(=> $cf:ident)?),* }) => {
@@ -176,53 +175,26 @@ fn xla_enum_name(t: ElementType) -> &'static str {
 #[test]
 fn abi_structs_match_the_installed_header() {
     let rust = rust_layout();
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"xla/ffi/api/c_api.h\"\nint main(void) {\n",
-    );
-    for key in rust.keys() {
-        let expr = match key.strip_prefix("sizeof ") {
-            Some(t) => format!("sizeof({t})"),
-            None if key.ends_with("_STRUCT_SIZE") || key.starts_with("XLA_FFI_DataType_") => {
-                key.clone()
-            }
-            None => {
-                let (t, f) = key.split_once('.').unwrap();
-                format!("offsetof({t}, {f})")
-            }
-        };
-        c.push_str(&format!(
-            "  printf(\"%s=%zu\\n\", \"{key}\", (size_t){expr});\n"
-        ));
-    }
-    c.push_str("  printf(\"enum=%zu\\n\", sizeof(XLA_FFI_DataType));\n  return 0;\n}\n");
+    let mut exprs: BTreeMap<String, String> = rust
+        .keys()
+        .map(|key| {
+            let expr = match key.strip_prefix("sizeof ") {
+                Some(t) => format!("sizeof({t})"),
+                None if key.ends_with("_STRUCT_SIZE") || key.starts_with("XLA_FFI_DataType_") => {
+                    key.clone()
+                }
+                None => {
+                    let (t, f) = key.split_once('.').unwrap();
+                    format!("offsetof({t}, {f})")
+                }
+            };
+            (key.clone(), expr)
+        })
+        .collect();
+    exprs.insert("enum".into(), "sizeof(XLA_FFI_DataType)".into());
     // The harness's venv has jaxlib and its headers.
     let include = customop_xla::Harness::get().ffi_include_dir();
-    let dir = customop_xla::workspace_root().join("target/ffi-layout");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("layout.c");
-    std::fs::write(&src, c).unwrap();
-    let exe = dir.join("layout");
-    let status = Command::new("cc")
-        .arg("-I")
-        .arg(&include)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(status.success(), "compiling {} failed", src.display());
-    let out = Command::new(&exe).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let c_layout: BTreeMap<String, usize> = text
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-        .collect();
+    let c_layout = customop_xla::c_values(&include, "xla/ffi/api/c_api.h", "ffi-layout", &exprs);
     assert_eq!(c_layout["enum"], 4, "enums are 32-bit");
     for (k, v) in &rust {
         assert_eq!(

@@ -9,7 +9,6 @@ use core::mem::{offset_of, size_of};
 use customop::ElementType;
 use customop::pjrt::sys::*;
 use std::collections::BTreeMap;
-use std::process::Command;
 
 /// Offsets of the named fields (Rust name => C name when they differ) and the struct's
 /// `STRUCT_SIZE`.
@@ -360,24 +359,22 @@ fn pjrt_enum_name(t: ElementType) -> &'static str {
 #[test]
 fn pjrt_structs_match_the_plugins_header() {
     let rust = rust_layout();
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"pjrt_c_api.h\"\nint main(void) {\n",
-    );
-    for key in rust.keys() {
-        let expr = if let Some(t) = key.strip_prefix("sizeof ") {
-            format!("sizeof({t})")
-        } else if key == "PJRT_Api.end_of_prefix" {
-            "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)".into()
-        } else if let Some((t, f)) = key.split_once('.') {
-            format!("offsetof({t}, {f})")
-        } else {
-            key.clone()
-        };
-        c.push_str(&format!(
-            "  printf(\"%s=%zu\\n\", \"{key}\", (size_t)({expr}));\n"
-        ));
-    }
-    c.push_str("  return 0;\n}\n");
+    let exprs: BTreeMap<String, String> = rust
+        .keys()
+        .map(|key| {
+            let expr = if let Some(t) = key.strip_prefix("sizeof ") {
+                format!("sizeof({t})")
+            } else if key == "PJRT_Api.end_of_prefix" {
+                "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)"
+                    .into()
+            } else if let Some((t, f)) = key.split_once('.') {
+                format!("offsetof({t}, {f})")
+            } else {
+                key.clone()
+            };
+            (key.clone(), expr)
+        })
+        .collect();
     let plugin = customop::pjrt::default_plugin_path().expect("a cache directory");
     let include = plugin.parent().unwrap();
     assert!(
@@ -385,30 +382,7 @@ fn pjrt_structs_match_the_plugins_header() {
         "{} is missing: run `bash scripts/setup.sh` (it installs the PJRT plugin and its header)",
         include.join("pjrt_c_api.h").display()
     );
-    let dir = customop_xla::workspace_root().join("target/pjrt-layout");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("layout.c");
-    std::fs::write(&src, c).unwrap();
-    let exe = dir.join("layout");
-    let status = Command::new("cc")
-        .arg("-I")
-        .arg(include)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(status.success(), "compiling {} failed", src.display());
-    let out = Command::new(&exe).output().unwrap();
-    assert!(out.status.success());
-    let c_layout: BTreeMap<String, usize> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (k, v) = l.split_once('=').unwrap();
-            (k.to_string(), v.parse().unwrap())
-        })
-        .collect();
+    let c_layout = customop_xla::c_values(include, "pjrt_c_api.h", "pjrt-layout", &exprs);
     let mismatches: Vec<String> = rust
         .iter()
         .filter(|(k, v)| c_layout.get(*k) != Some(v))

@@ -7,7 +7,7 @@
 //! `cargo run -p customop-examples --bin seed` once `bash scripts/setup.sh --pjrt` has
 //! installed the plugin (or `CUSTOMOP_PJRT_PLUGIN` names one).
 
-use customop::pjrt::{Client, HostTensor, Program, RunError};
+use customop::pjrt::{Client, HostTensor, Program};
 use customop_example_kernels::Blob;
 use std::process::ExitCode;
 
@@ -49,14 +49,5 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            if let Some(RunError::PluginNotFound { .. }) = e.downcast_ref::<RunError>() {
-                eprintln!("run `bash scripts/setup.sh --pjrt` first");
-            }
-            ExitCode::FAILURE
-        }
-    }
+    customop_examples::exit_with(run())
 }

@@ -8,10 +8,10 @@
 //! target cannot have two handlers. The demo binaries (`seed`, `seed_sharded`), which register
 //! their linked ops, run in their own processes.
 
-use super::{example_kernels, k, seed_expected, t};
+use super::{example_kernels, k, seed_expected, t, torch_seed_json};
 use customop::Descriptor;
 use customop::lower::Module;
-use customop::pjrt::{Client, HostTensor, PjrtCode, Plugin, Program, RunError};
+use customop::pjrt::{Client, Executable, HostTensor, PjrtCode, Plugin, Program, RunError};
 use customop::{ElementType, Refusal};
 use std::sync::OnceLock;
 
@@ -42,6 +42,19 @@ fn seed_x() -> Vec<f32> {
 
 fn x33(x: &[f32]) -> HostTensor {
     HostTensor::from_slice(&[3, 3], x).unwrap()
+}
+
+/// Runs a seed-shaped program on `x` with the blob as external `name`; its first output.
+fn run_seed(exe: &Executable, x: &[f32], name: &str, b: &k::Blob) -> Vec<i8> {
+    exe.inputs()
+        .arg(x33(x))
+        .unwrap()
+        .external(name, b)
+        .unwrap()
+        .run()
+        .unwrap()[0]
+        .to_vec::<i8>()
+        .unwrap()
 }
 
 #[test]
@@ -93,16 +106,8 @@ fn the_seed_model_runs_with_its_blob_given_by_name() {
     // Many executions of one executable.
     for i in 0..20 {
         let x: Vec<f32> = (0..9).map(|j| (i * 9 + j) as f32 * 0.1).collect();
-        let y = exe
-            .inputs()
-            .arg(x33(&x))
-            .unwrap()
-            .external("external", &b)
-            .unwrap()
-            .run()
-            .unwrap();
         assert_eq!(
-            y[0].to_vec::<i8>().unwrap(),
+            run_seed(&exe, &x, "external", &b),
             seed_expected(&x, 3, &b),
             "{i}"
         );
@@ -115,17 +120,8 @@ fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
     let sig = Program::module(&module).unwrap().signature().cloned();
     let bytes = module.to_bytecode().unwrap();
     let (x, b) = (seed_x(), seed_blob());
-    let with_sig = client()
-        .compile(&Program::bytecode(&bytes, sig))
-        .unwrap()
-        .inputs()
-        .arg(x33(&x))
-        .unwrap()
-        .external("external", &b)
-        .unwrap()
-        .run()
-        .unwrap();
-    assert_eq!(with_sig[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    let with_sig = client().compile(&Program::bytecode(&bytes, sig)).unwrap();
+    assert_eq!(run_seed(&with_sig, &x, "external", &b), vec![3, 5, -2]);
     let bare = client().compile(&Program::bytecode(&bytes, None)).unwrap();
     let e = bare
         .inputs()
@@ -259,6 +255,112 @@ fn handler_refusals_surface_with_their_codes() {
     // And the next execution runs.
     let ok = run([16.0, 4.0]).unwrap();
     assert_eq!(ok[0].to_vec::<f32>().unwrap(), vec![4.0, 2.0]);
+}
+
+/// Programs that call an op with what its handler refuses: XLA passes a custom call's operands
+/// and attributes through unchecked, so each refusal code comes from the handler, through the
+/// plugin, to the runner's error.
+#[test]
+fn every_refusal_a_program_can_provoke_surfaces_with_its_code() {
+    let c = client();
+    let call = |target: &str, operands: &str, types: &str, config: &str| {
+        format!(
+            r#"func.func @main({operands}) -> {ret} {{
+  %0 = "stablehlo.custom_call"({names}) {{api_version = 4 : i32, call_target_name = "{target}", backend_config = {config}}} : {types}
+  return %0 : {ret}
+}}"#,
+            ret = types.rsplit("-> ").next().unwrap(),
+            names = operands
+                .split(", ")
+                .map(|o| o.split(':').next().unwrap())
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    };
+    let f32x2 = HostTensor::vector(&[4.0f32, 9.0]);
+    let cases: Vec<(String, Vec<HostTensor>, Refusal)> = vec![
+        (
+            call(
+                "example.checked_sqrt",
+                "%a: tensor<2xf32>, %b: tensor<2xf32>",
+                "(tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
+                "{}",
+            ),
+            vec![f32x2.clone(), f32x2.clone()],
+            Refusal::WrongCount,
+        ),
+        (
+            call(
+                "example.checked_sqrt",
+                "%a: tensor<2xf64>",
+                "(tensor<2xf64>) -> tensor<2xf64>",
+                "{}",
+            ),
+            vec![HostTensor::vector(&[4.0f64, 9.0])],
+            Refusal::WrongDtype,
+        ),
+        (
+            call(
+                "example.checked_sqrt",
+                "%a: tensor<2xf32>",
+                "(tensor<2xf32>) -> tensor<3xf32>",
+                "{}",
+            ),
+            vec![f32x2.clone()],
+            Refusal::WrongShape,
+        ),
+        (
+            call(
+                "my_custom_library.custom_op_external",
+                "%b: tensor<56xui8>, %a: tensor<3xf32>",
+                "(tensor<56xui8>, tensor<3xf32>) -> tensor<3xi8>",
+                "{}",
+            ),
+            vec![
+                HostTensor::from_slice(&[56], &seed_blob().pack()).unwrap(),
+                HostTensor::vector(&[1.0f32, 2.0, 3.0]),
+            ],
+            Refusal::WrongRank,
+        ),
+        (
+            call(
+                "example.rms_norm_t",
+                "%a: tensor<1x2xf32>",
+                "(tensor<1x2xf32>) -> tensor<1x2xf32>",
+                "{}",
+            ),
+            vec![HostTensor::from_slice(&[1, 2], &[3.0f32, 4.0]).unwrap()],
+            Refusal::MissingAttribute,
+        ),
+        (
+            call(
+                "example.rms_norm_t",
+                "%a: tensor<1x2xf32>",
+                "(tensor<1x2xf32>) -> tensor<1x2xf32>",
+                "{eps = 1 : i32}",
+            ),
+            vec![HostTensor::from_slice(&[1, 2], &[3.0f32, 4.0]).unwrap()],
+            Refusal::WrongAttributeType,
+        ),
+        (
+            call(
+                "example.rms_norm_t",
+                "%a: tensor<1x2xi32>",
+                "(tensor<1x2xi32>) -> tensor<1x2xi32>",
+                "{eps = 1.0 : f32}",
+            ),
+            vec![HostTensor::from_slice(&[1, 2], &[3i32, 4]).unwrap()],
+            Refusal::WrongDtype,
+        ),
+    ];
+    for (i, (text, args, want)) in cases.into_iter().enumerate() {
+        let exe = c
+            .compile(&Program::text(&text).unwrap())
+            .unwrap_or_else(|e| panic!("case {i}: {e}\n{text}"));
+        let e = exe.run(&args).unwrap_err();
+        assert_eq!(e.refusal(), Some(want), "case {i}: {e}\n{text}");
+        assert!(matches!(e, RunError::Pjrt { .. }), "case {i}: {e}");
+    }
 }
 
 #[test]
@@ -416,8 +518,6 @@ fn placed_inputs_serve_many_executions_and_go_only_where_they_can() {
 /// written to a file) → this runner, the Blob fed by the name the annotation carries.
 #[test]
 fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
-    let harness = customop_xla::Harness::get();
-    let script = customop_xla::workspace_root().join("examples/torch/seed.py");
     // The portable artifact is serialised for the version the plugin reads (1.13.3; jaxlib's
     // own is newer, and the plugin refuses newer artifacts).
     let version = Plugin::locate()
@@ -428,20 +528,7 @@ fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(".");
-    let out = std::process::Command::new(harness.python())
-        .arg(&script)
-        .arg("--json")
-        .arg(format!("--bytecode-version={version}"))
-        .arg(example_kernels())
-        .env("PJRT_DEVICE", "CPU")
-        .output()
-        .expect("run examples/torch/seed.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = torch_seed_json(&[&format!("--bytecode-version={version}")]);
     let dir = customop_xla::workspace_root().join("target/runner");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("seed_torch.mlir");
@@ -451,53 +538,29 @@ fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
     let program = Program::text(&text).unwrap();
     let exe = client().compile(&program).unwrap();
     let (x, b) = (seed_x(), seed_blob());
-    let y = exe
-        .inputs()
-        .arg(x33(&x))
-        .unwrap()
-        .external("external", &b)
-        .unwrap()
-        .run()
-        .unwrap();
     let eager: Vec<i8> = json["eager"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_i64().unwrap() as i8)
         .collect();
-    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+    assert_eq!(run_seed(&exe, &x, "external", &b), eager);
     assert_eq!(eager, vec![3, 5, -2]);
 
     // The external as a forward input: named as torch_xla names it.
     let with_input = Program::text(json["text_input"].as_str().unwrap()).unwrap();
-    let y = client()
-        .compile(&with_input)
-        .unwrap()
-        .inputs()
-        .arg(x33(&x))
-        .unwrap()
-        .external("input_arg 1", &b)
-        .unwrap()
-        .run()
-        .unwrap();
-    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+    let exe = client().compile(&with_input).unwrap();
+    assert_eq!(run_seed(&exe, &x, "input_arg 1", &b), eager);
 
     // The portable artifact (bytecode), with the signature read from the text.
     let hex = json["bytecode"].as_str().unwrap();
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();
-    let y = client()
+    let exe = client()
         .compile(&Program::bytecode(&bytes, program.signature().cloned()))
-        .unwrap()
-        .inputs()
-        .arg(x33(&x))
-        .unwrap()
-        .external("external", &b)
-        .unwrap()
-        .run()
         .unwrap();
-    assert_eq!(y[0].to_vec::<i8>().unwrap(), eager);
+    assert_eq!(run_seed(&exe, &x, "external", &b), eager);
 }
 
 /// The demo binaries, each in its own process: they register the ops linked into them.

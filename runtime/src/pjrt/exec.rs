@@ -173,11 +173,7 @@ impl Client {
             path: path.to_path_buf(),
             message,
         };
-        // SAFETY: loading a kernel cdylib runs its initialisers (Rust's `inventory`
-        // registrations); it is never unloaded, so its handlers stay valid.
-        let lib = unsafe { libloading::Library::new(path) }
-            .map_err(|e| fail(format!("cannot load: {e}")))?;
-        let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+        let lib = load_library(path)?;
         // SAFETY: `customop_manifest` is `const char* (void)` in every customop cdylib.
         let manifest: libloading::Symbol<
             'static,
@@ -238,10 +234,7 @@ impl Client {
             path: library.to_path_buf(),
             message,
         };
-        // SAFETY: as in `register_library`.
-        let lib = unsafe { libloading::Library::new(library) }
-            .map_err(|e| fail(format!("cannot load: {e}")))?;
-        let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+        let lib = load_library(library)?;
         let mut name = symbol.as_bytes().to_vec();
         name.push(0);
         // SAFETY: this function's contract: the symbol is a handler.
@@ -312,6 +305,30 @@ impl Client {
         }
         Ok(exe)
     }
+}
+
+/// Loads a library for its handlers, once per path, never to be unloaded (registered
+/// handlers must stay valid for the process).
+fn load_library(path: &Path) -> Result<&'static libloading::Library, RunError> {
+    type Loaded = std::collections::HashMap<std::path::PathBuf, &'static libloading::Library>;
+    static LOADED: std::sync::OnceLock<std::sync::Mutex<Loaded>> = std::sync::OnceLock::new();
+    let mut loaded = LOADED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(lib) = loaded.get(path) {
+        return Ok(lib);
+    }
+    // SAFETY: loading a kernel library runs its initialisers (Rust's `inventory`
+    // registrations, a C library's constructors): what loading a handler library means. It is
+    // never unloaded, so its handlers stay valid.
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| RunError::Library {
+        path: path.to_path_buf(),
+        message: format!("cannot load: {e}"),
+    })?;
+    let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+    loaded.insert(path.to_path_buf(), lib);
+    Ok(lib)
 }
 
 /// `CompileOptionsProto { executable_build_options { num_replicas: 1, num_partitions: n,

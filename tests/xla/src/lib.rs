@@ -442,14 +442,14 @@ impl Harness {
         }
     }
 
-    /// Parses and verifies `module` with jaxlib's MLIR (StableHLO registered).
-    pub fn verify(&self, module: &str) -> Result<(), XlaError> {
+    /// A request that runs nothing: `verify` or `compile`.
+    fn ask_stage(&self, module: &str, action: &str, ffi: Option<&Ffi>) -> Result<(), XlaError> {
         self.ask(&Request {
             module,
             module_hex: None,
-            action: "verify",
+            action,
             runs: None,
-            ffi: None,
+            ffi,
             probes: &[],
             mesh: &[],
             output_specs: &[],
@@ -460,23 +460,14 @@ impl Harness {
         .map(drop)
     }
 
+    /// Parses and verifies `module` with jaxlib's MLIR (StableHLO registered).
+    pub fn verify(&self, module: &str) -> Result<(), XlaError> {
+        self.ask_stage(module, "verify", None)
+    }
+
     /// Parses, verifies and compiles `module` with XLA CPU, registering `ffi` first.
     pub fn compile(&self, module: &str, ffi: Option<&Ffi>) -> Result<(), XlaError> {
-        let result = self
-            .ask(&Request {
-                module,
-                module_hex: None,
-                action: "compile",
-                runs: None,
-                ffi,
-                probes: &[],
-                mesh: &[],
-                output_specs: &[],
-                repeat: 0,
-                warmup_probes: &[],
-            })
-            .into_result()
-            .map(drop);
+        let result = self.ask_stage(module, "compile", ffi);
         pjrt_check::check_compile(module, ffi, &result);
         result
     }
@@ -568,6 +559,54 @@ impl Harness {
         assert!(status.success(), "compiling {} failed", source.display());
         lib
     }
+}
+
+/// Compiles and runs a C program that includes `header` (found in `include`) and prints
+/// `(size_t)(expr)` for each key's C expression, in `target/<dir>/`; returns the values by key.
+/// The layout tests hold Rust's descriptions of C ABIs to the installed headers with it.
+pub fn c_values(
+    include: &Path,
+    header: &str,
+    dir: &str,
+    exprs: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut c = format!(
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"{header}\"\nint main(void) {{\n"
+    );
+    for (key, expr) in exprs {
+        c.push_str(&format!(
+            "  printf(\"%s=%zu\\n\", \"{key}\", (size_t)({expr}));\n"
+        ));
+    }
+    c.push_str("  return 0;\n}\n");
+    let dir = workspace_root().join("target").join(dir);
+    std::fs::create_dir_all(&dir).expect("create the layout directory");
+    let src = dir.join("layout.c");
+    std::fs::write(&src, c).expect("write layout.c");
+    let exe = dir.join("layout");
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .arg("-I")
+        .arg(include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("run the C compiler");
+    assert!(status.success(), "compiling {} failed", src.display());
+    let out = Command::new(&exe).output().expect("run the layout program");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("the layout program prints text")
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("key=value");
+            (k.to_string(), v.parse().expect("a number"))
+        })
+        .collect()
 }
 
 /// One argument of a printed function that carries a `customop.external` annotation: what its
