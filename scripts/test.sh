@@ -55,9 +55,9 @@ cargo run --locked -q -p customop-examples --bin seed_sharded
 cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
-# Every program customop.torch's Exported.run runs on jaxlib in the Python tests also runs
-# through the Rust runner (examples/src/bin/pjrt_run.rs), which must agree; each check is
-# counted in the log.
+# Every program customop.torch's Exported.run runs on jaxlib in the Python tests, and every
+# function they run through customop.crosscheck.jit, also runs through the Rust runner
+# (examples/src/bin/pjrt_run.rs), which must agree; each check is counted in the log.
 cargo build --locked -q -p customop-examples --bin pjrt_run
 export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
 export CUSTOMOP_PJRT_CROSS_CHECK_LOG="$PWD/target/pjrt-cross-checks.log"
@@ -80,7 +80,7 @@ py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the 
 py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export" tests/xla/test_dtypes.py
 checks=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" 2>/dev/null || echo 0)
 [ "$checks" -gt 0 ] || { echo "no PJRT cross-check ran in the Python tests" >&2; exit 1; }
-echo "PJRT cross-check: $checks torch_xla exports run by both jaxlib and the Rust runner, all agreeing" >&2
+echo "PJRT cross-check: $checks programs (torch_xla exports, jax.jit functions) run by both jaxlib and the Rust runner, all agreeing" >&2
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

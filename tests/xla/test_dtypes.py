@@ -28,6 +28,7 @@ import torch  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.eager import KernelError  # noqa: E402
 from customop.torch_export import from_numpy, to_numpy  # noqa: E402
+from customop import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
@@ -104,18 +105,16 @@ class Checks:
 
 class Jax(unittest.TestCase, Checks):
     def test_every_dtype_under_jit(self):
-        import jax
-
-        self.check_cmul(np.asarray(jax.jit(lambda a, b: JAX.call("example::cmul", a, b))(A, B)))
+        self.check_cmul(np.asarray(crosscheck.jit(PATH, lambda a, b: JAX.call("example::cmul", a, b))(A, B)))
         s = np.frombuffer(SCALE_BYTES, np.uint8)
-        q = np.asarray(jax.jit(lambda s, x: JAX.call("example::quantize_fp8", s, x))(s, X))
+        q = np.asarray(crosscheck.jit(PATH, lambda s, x: JAX.call("example::quantize_fp8", s, x))(s, X))
         self.check_quantize(q)
-        y = np.asarray(jax.jit(lambda s, q: JAX.call("example::dequantize_fp8", s, q))(s, q))
+        y = np.asarray(crosscheck.jit(PATH, lambda s, q: JAX.call("example::dequantize_fp8", s, q))(s, q))
         self.check_dequantize(q, y)
         for op, dtype, rel in [("example::scale_bf16", ml_dtypes.bfloat16, 2.0 ** -8),
                                ("example::scale_f16", np.float16, 2.0 ** -11)]:
             x = H.astype(dtype)
-            got = np.asarray(jax.jit(lambda x, op=op: JAX.call(op, x, factor=np.float32(FACTOR)))(x))
+            got = np.asarray(crosscheck.jit(PATH, lambda x, op=op: JAX.call(op, x, factor=np.float32(FACTOR)))(x))
             self.check_scaled(x, got, dtype, rel)
 
     def test_result_dtypes_come_from_the_manifest(self):

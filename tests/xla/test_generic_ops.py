@@ -24,6 +24,7 @@ import torch  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.eager import Handlers, KernelError  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
+from customop import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
@@ -61,7 +62,7 @@ class Generic(unittest.TestCase):
         np.testing.assert_allclose(np.asarray(got).astype(np.float64), want, rtol=rtol, atol=rtol)
 
     def test_jax_each_dtype(self):
-        f = jax.jit(lambda x: JAX.call(OP, x, eps=np.float32(EPS)))
+        f = crosscheck.jit(PATH, lambda x: JAX.call(OP, x, eps=np.float32(EPS)))
         for dtype, rtol in DTYPES:
             with self.subTest(dtype=dtype):
                 self.check(f(X.astype(dtype)), dtype, rtol)

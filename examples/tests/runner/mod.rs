@@ -114,6 +114,64 @@ fn the_seed_model_runs_with_its_blob_given_by_name() {
     }
 }
 
+/// One executable shared by 8 threads (the runner's types are `Send + Sync`, as PJRT's
+/// objects are thread-safe): every result right.
+#[test]
+fn one_executable_runs_from_many_threads_at_once() {
+    let exe = client()
+        .compile(&Program::module(&customop_examples::seed_model().unwrap()).unwrap())
+        .unwrap();
+    let b = seed_blob();
+    let placed = client().upload_descriptor(&b).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (exe, b, placed) = (&exe, &b, &placed);
+            s.spawn(move || {
+                for i in 0..50 {
+                    let x: Vec<f32> = (0..9)
+                        .map(|j| (t * 100 + i * 9 + j) as f32 * 0.01)
+                        .collect();
+                    let out = exe
+                        .inputs()
+                        .arg(x33(&x))
+                        .unwrap()
+                        .external_placed("external", placed)
+                        .unwrap()
+                        .run()
+                        .unwrap();
+                    assert_eq!(out[0].to_vec::<i8>().unwrap(), seed_expected(&x, 3, b));
+                }
+            });
+        }
+    });
+}
+
+/// Outputs read in place and through `PJRT_Buffer_ToHostBuffer` are the same, for every
+/// element type the builder has an op for here (f32, i8, and a rank-0 result).
+#[test]
+fn outputs_read_in_place_equal_those_read_through_the_plugin() {
+    let mut m = Module::new();
+    let mut f = m.entry("main", [t(ElementType::F32, &[2, 3])]).unwrap();
+    let x = f.arg(0).unwrap();
+    let blob = f.external::<k::Blob>("external").unwrap();
+    let s = f.sine(&x).unwrap();
+    let y = k::custom_op_external::call(&mut f, &blob, &s).unwrap();
+    let total = f
+        .reduce(customop::lower::ReduceOp::Add, &s, &[0, 1])
+        .unwrap();
+    f.ret(&[&s, &y, &total]).unwrap();
+    let exe = client().compile(&Program::module(&m).unwrap()).unwrap();
+    let args = [
+        HostTensor::from_slice(&[2, 3], &[0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0]).unwrap(),
+        HostTensor::from_slice(&[56], &seed_blob().pack()).unwrap(),
+    ];
+    let a = exe.run(&args).unwrap();
+    let b = exe.run_reading_through_the_plugin(&args).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a[2].dims(), &[] as &[i64]);
+    assert_eq!(a[1].to_vec::<i8>().unwrap().len(), 2);
+}
+
 #[test]
 fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
     let module = customop_examples::seed_model().unwrap();

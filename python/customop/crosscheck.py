@@ -1,0 +1,98 @@
+"""Cross-checking jaxlib against customop's Rust runner (`customop::pjrt`, XLA's CPU PJRT
+plugin: another build of XLA), for the test suite: with `CUSTOMOP_PJRT_CROSS_CHECK` naming the
+`pjrt_run` tool (examples/src/bin/pjrt_run.rs), every program `Exported.run` runs, and every
+function run through `jit` here, also runs through the runner, which must agree. Without the
+variable, nothing is checked (and `jit` is `jax.jit`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def cross_check(library: str, text: str, args: list, outs: list | None, error: Exception | None) -> None:
+    """With `CUSTOMOP_PJRT_CROSS_CHECK` naming the `pjrt_run` tool (the test suite sets it), runs
+    the same program through customop's Rust runner (XLA's CPU PJRT plugin, another build of
+    XLA) and raises AssertionError unless it agrees: equal outputs (floats within 1e-5
+    relative), or both refusing (with the same customop refusal code when the handler refused).
+    Each check is counted in `CUSTOMOP_PJRT_CROSS_CHECK_LOG`, if set."""
+    import json
+    import os
+    import subprocess
+
+    import numpy as np
+
+    tool = os.environ.get("CUSTOMOP_PJRT_CROSS_CHECK")
+    if not tool:
+        return
+    request = {"library": library, "text": text,
+               "inputs": [{"dtype": a.dtype.name, "shape": list(a.shape),
+                           "hex": np.ascontiguousarray(a).tobytes().hex()} for a in args]}
+    r = subprocess.run([tool], input=json.dumps(request), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("PJRT cross-check: %s failed: %s" % (tool, r.stderr))
+    answer = json.loads(r.stdout)
+    where = "PJRT cross-check of\n%s\n" % text
+    if outs is None:
+        if answer["ok"]:
+            raise AssertionError(where + "jaxlib refused (%s), the Rust runner ran it" % error)
+        code = bracket_code(str(error))
+        if not answer["input_error"] and code != answer["refusal"]:
+            raise AssertionError(where + "refusal codes differ: jaxlib %r (%s), the runner %r (%s)"
+                                 % (code, error, answer["refusal"], answer["message"]))
+    else:
+        if not answer["ok"]:
+            raise AssertionError(where + "jaxlib ran it, the Rust runner refused: %s" % answer["message"])
+        theirs = answer["outputs"]
+        if len(theirs) != len(outs):
+            raise AssertionError(where + "%d outputs from jaxlib, %d from the runner" % (len(outs), len(theirs)))
+        for k, (a, t) in enumerate(zip(outs, theirs)):
+            b = np.frombuffer(bytes.fromhex(t["hex"]), dtype=a.dtype).reshape(t["shape"])
+            if a.dtype.name != t["dtype"] or list(a.shape) != list(b.shape):
+                raise AssertionError(where + "output %d: jaxlib %s%s, the runner %s%s"
+                                     % (k, a.dtype, list(a.shape), t["dtype"], t["shape"]))
+            same = np.array_equal(a.view(np.uint8), b.view(np.uint8)) if a.size else True
+            if not same and a.dtype.kind in "fc":
+                same = np.allclose(a.astype(np.complex128), b.astype(np.complex128),
+                                   rtol=1e-5, atol=0, equal_nan=True)
+            if not same:
+                raise AssertionError(where + "output %d differs: jaxlib %r, the runner %r" % (k, a, b))
+    log = os.environ.get("CUSTOMOP_PJRT_CROSS_CHECK_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write("ok\n")
+
+
+def bracket_code(message: str) -> str | None:
+    """The refusal code in brackets of a handler's message (`custom op `x` [bad_descriptor]: ...`)."""
+    start = message.find("custom op `")
+    if start < 0:
+        return None
+    rest = message[start:]
+    open_ = rest.find("` [")
+    close = rest.find("]", open_ + 3)
+    return rest[open_ + 3:close] if open_ >= 0 and close > 0 else None
+
+
+
+
+def jit(library: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`jax.jit(fn)`, whose every call is also lowered to StableHLO text and run through the
+    Rust runner with `library`'s handlers (when `CUSTOMOP_PJRT_CROSS_CHECK` is set)."""
+    import os
+
+    import jax
+    import numpy as np
+
+    jitted = jax.jit(fn)
+
+    def call(*args: Any) -> Any:
+        out = jitted(*args)
+        if os.environ.get("CUSTOMOP_PJRT_CROSS_CHECK"):
+            text = jitted.lower(*args).as_text()
+            # The arguments as JAX canonicalised them (its dtypes, not numpy's defaults).
+            inputs = [np.asarray(jax.numpy.asarray(a)) for a in args]
+            outs = [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+            cross_check(library, text, inputs, outs, None)
+        return out
+
+    return call
