@@ -94,7 +94,8 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         [f] if f == "--first" => {
             let client = Client::cpu(1)?;
-            client.register_library(lib.as_ref())?;
+            // SAFETY: `--kernels` names the example kernel cdylib (a customop library).
+            unsafe { client.register_library(lib.as_ref())? };
             let exe = client.compile(&Program::module(&seed)?)?;
             let out = once(&exe, "external")?;
             println!("{:?}", out[0].to_vec::<i8>()?);
@@ -103,7 +104,8 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         [t, iterations, rounds] if t == "--time" => {
             let (iterations, rounds): (u32, u32) = (iterations.parse()?, rounds.parse()?);
             let client = Client::cpu(1)?;
-            client.register_library(lib.as_ref())?;
+            // SAFETY: `--kernels` names the example kernel cdylib (a customop library).
+            unsafe { client.register_library(lib.as_ref())? };
             let seed_exe = client.compile(&Program::module(&seed)?)?;
             let chain = customop_examples::custom_call_chain(1000)?;
             let chain_exe = client.compile(&Program::module(&chain)?)?;
@@ -126,7 +128,8 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         [t, iterations] if t == "--seed-only" => {
             // For profiling the seed's execution alone.
             let client = Client::cpu(1)?;
-            client.register_library(lib.as_ref())?;
+            // SAFETY: `--kernels` names the example kernel cdylib (a customop library).
+            unsafe { client.register_library(lib.as_ref())? };
             let seed_exe = client.compile(&Program::module(&seed)?)?;
             let n = iterations.parse()?;
             println!("{:.3}", time(n, 1, || once(&seed_exe, "external"))?);

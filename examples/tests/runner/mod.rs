@@ -20,7 +20,8 @@ fn client() -> Client {
     static C: OnceLock<Client> = OnceLock::new();
     C.get_or_init(|| {
         let c = Client::cpu(1).expect("the CPU plugin (scripts/setup.sh installs it)");
-        let targets = c.register_library(&example_kernels()).unwrap();
+        // SAFETY: the example kernel cdylib is a customop library.
+        let targets = unsafe { c.register_library(&example_kernels()) }.unwrap();
         assert!(targets.contains(&"my_custom_library.custom_op_external".to_string()));
         c
     })
@@ -65,8 +66,8 @@ fn the_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
     assert_eq!(plugin.stablehlo_minimum_version(), Some(&[0, 9, 0][..]));
     assert!(plugin.has_ffi());
     // Given struct_size 0, the plugin names the size it reads: ours.
-    let e = plugin
-        .probe_register_handler_size()
+    // SAFETY: the pinned plugin checks struct_size first (what this test shows).
+    let e = unsafe { plugin.probe_register_handler_size() }
         .unwrap_err()
         .to_string();
     assert!(
@@ -178,9 +179,13 @@ fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
     let sig = Program::module(&module).unwrap().signature().cloned();
     let bytes = module.to_bytecode().unwrap();
     let (x, b) = (seed_x(), seed_blob());
-    let with_sig = client().compile(&Program::bytecode(&bytes, sig)).unwrap();
+    let with_sig = client()
+        .compile(&Program::bytecode(&bytes, sig).unwrap())
+        .unwrap();
     assert_eq!(run_seed(&with_sig, &x, "external", &b), vec![3, 5, -2]);
-    let bare = client().compile(&Program::bytecode(&bytes, None)).unwrap();
+    let bare = client()
+        .compile(&Program::bytecode(&bytes, None).unwrap())
+        .unwrap();
     let e = bare
         .inputs()
         .external("external", &b)
@@ -446,10 +451,10 @@ fn a_missing_handler_is_a_compile_error_and_a_second_handler_is_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("already has another handler"), "{e}");
     // Registering the same library again changes nothing.
-    c.register_library(&example_kernels()).unwrap();
-    let e = c
-        .register_library(std::path::Path::new("/nonexistent/lib.so"))
-        .unwrap_err();
+    // SAFETY: as in `client()`.
+    unsafe { c.register_library(&example_kernels()) }.unwrap();
+    // SAFETY: nothing is there to load.
+    let e = unsafe { c.register_library(std::path::Path::new("/nonexistent/lib.so")) }.unwrap_err();
     assert!(matches!(e, RunError::Library { .. }), "{e}");
 }
 
@@ -616,7 +621,7 @@ fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();
     let exe = client()
-        .compile(&Program::bytecode(&bytes, program.signature().cloned()))
+        .compile(&Program::bytecode(&bytes, program.signature().cloned()).unwrap())
         .unwrap();
     assert_eq!(run_seed(&exe, &x, "external", &b), eager);
 }

@@ -168,7 +168,12 @@ impl Client {
 
     /// Loads a customop kernel cdylib (never unloaded), and registers the handler of every op
     /// in its manifest (`customop_manifest`). Returns their targets, sorted.
-    pub fn register_library(&self, path: &Path) -> Result<Vec<String>, RunError> {
+    ///
+    /// # Safety
+    /// `path` must be a kernel library built with customop (or one whose
+    /// `customop_manifest()` is as truthful): every `handler_symbol` its manifest names must be
+    /// an XLA FFI handler. Loading the library runs its initialisers.
+    pub unsafe fn register_library(&self, path: &Path) -> Result<Vec<String>, RunError> {
         let fail = |message: String| RunError::Library {
             path: path.to_path_buf(),
             message,
@@ -260,10 +265,10 @@ impl Client {
         self.compile_with_options(program, &compile_options(partitions), partitions)
     }
 
-    /// [`Client::compile`] with serialised `CompileOptionsProto` bytes of the caller's (which
-    /// must not be empty: the plugin aborts the process on empty options).
-    #[doc(hidden)]
-    pub fn compile_with_options(
+    /// [`Client::compile`] with serialised `CompileOptionsProto` bytes, which must say
+    /// `partitions` partitions (the plugin aborts the process on empty options, and executing
+    /// with another device count than compiled for is not checked here): private for that.
+    fn compile_with_options(
         &self,
         program: &Program,
         options: &[u8],
@@ -797,6 +802,15 @@ fn upload(
     device: usize,
 ) -> Result<*mut sys::PJRT_Buffer, RunError> {
     let plugin = client.plugin;
+    // The plugin reads as many bytes as the dimensions say: they must be there (a
+    // `HostTensor` always holds exactly that many; checked again at this edge).
+    if super::host::byte_len(t.ty())? != t.bytes().len() {
+        return Err(RunError::Input(format!(
+            "{} does not hold its {} bytes",
+            t.ty(),
+            super::host::byte_len(t.ty())?
+        )));
+    }
     let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
     a.client = client.raw;
     // An empty tensor still needs a valid pointer.
@@ -955,7 +969,7 @@ fn read_buffer(b: &Buffer<'_>, allow_in_place: bool) -> Result<HostTensor, RunEr
         unsafe { std::slice::from_raw_parts(dm.dims, dm.num_dims) }.to_vec()
     };
     let ty = TensorType::new(element, dims).map_err(|e| RunError::Output(e.message))?;
-    let size = ty.element_count() as usize * element.byte_size();
+    let size = super::host::byte_len(&ty).map_err(|e| RunError::Output(e.to_string()))?;
     let mut data = vec![0u8; size];
     if size > 0 {
         if allow_in_place && in_place(b)? {
@@ -1165,7 +1179,7 @@ fn shard_of(
     }
     let elem = t.element().byte_size();
     let ty = TensorType::new(t.element(), local.clone()).map_err(|e| RunError::Input(e.message))?;
-    let mut out = vec![0u8; ty.element_count() as usize * elem];
+    let mut out = vec![0u8; super::host::byte_len(&ty)?];
     let mut g = t.bytes().to_vec();
     copy_block(dims, &origin, &local, elem, &mut g, &mut out, true);
     HostTensor::from_bytes(ty, out).map(Some)
@@ -1175,7 +1189,7 @@ fn shard_of(
 /// every device (device 0's is taken, if it has the result's global shape).
 fn assemble(
     k: usize,
-    mut shards: Vec<HostTensor>,
+    shards: Vec<HostTensor>,
     sharding: Option<&DimSharding>,
     global: Option<TensorType>,
     mesh: &[(String, i64)],
@@ -1183,7 +1197,7 @@ fn assemble(
     let split = sharding.is_some_and(|s| s.iter().any(|a| !a.is_empty()));
     if shards.len() <= 1 || !split {
         let first = shards
-            .drain(..1)
+            .into_iter()
             .next()
             .ok_or_else(|| RunError::Output(format!("result {k} has no buffer")))?;
         if let Some(g) = &global {
@@ -1200,6 +1214,20 @@ fn assemble(
     let sharding = sharding.cloned().unwrap_or_default();
     let local = shards[0].dims().to_vec();
     let element: ElementType = shards[0].element();
+    if sharding.len() != local.len() {
+        return Err(RunError::Output(format!(
+            "result {k}: a sharding of rank {} for shards {}",
+            sharding.len(),
+            shards[0].ty()
+        )));
+    }
+    if let Some(s) = shards.iter().find(|s| s.ty() != shards[0].ty()) {
+        return Err(RunError::Output(format!(
+            "result {k}: shards of different types ({} and {})",
+            shards[0].ty(),
+            s.ty()
+        )));
+    }
     let mut gdims = Vec::with_capacity(local.len());
     for (i, axes) in sharding.iter().enumerate() {
         let (parts, _) = block(axes, mesh, &coords(mesh, 0))?;
@@ -1207,7 +1235,8 @@ fn assemble(
     }
     let gty = TensorType::new(element, gdims.clone()).map_err(|e| RunError::Output(e.message))?;
     let elem = element.byte_size();
-    let mut out = vec![0u8; gty.element_count() as usize * elem];
+    let mut out =
+        vec![0u8; super::host::byte_len(&gty).map_err(|e| RunError::Output(e.to_string()))?];
     for (d, s) in shards.iter().enumerate() {
         let c = coords(mesh, d);
         let mut origin = Vec::with_capacity(local.len());
@@ -1217,6 +1246,13 @@ fn assemble(
         }
         let mut bytes = s.bytes().to_vec();
         copy_block(&gdims, &origin, &local, elem, &mut out, &mut bytes, false);
+    }
+    if let Some(g) = &global {
+        if *g != gty {
+            return Err(RunError::Output(format!(
+                "result {k} assembles to {gty} from its shards, but the program returns {g}"
+            )));
+        }
     }
     HostTensor::from_bytes(gty, out).map_err(|e| RunError::Output(e.to_string()))
 }
@@ -1256,5 +1292,31 @@ mod tests {
         assert_eq!(s3.to_vec::<i32>().unwrap(), (18..24).collect::<Vec<_>>());
         let bad = HostTensor::from_slice(&[3, 6], &vals[..18]).unwrap();
         assert!(shard_of(&bad, &sharding, &mesh, 0).is_err());
+        // Assembling checks ranks, shard types and the program's result type.
+        let rows_only = vec![vec!["x".to_string()]];
+        let four = |d: usize| shard_of(&t, &sharding, &mesh, d).unwrap().unwrap();
+        let e = assemble(0, (0..4).map(four).collect(), Some(&rows_only), None, &mesh);
+        assert!(e.unwrap_err().to_string().contains("a sharding of rank 1"));
+        let mut mixed: Vec<HostTensor> = (0..4).map(four).collect();
+        mixed[3] = HostTensor::from_slice(&[1, 3], &[0i32; 3]).unwrap();
+        let e = assemble(0, mixed, Some(&sharding), None, &mesh);
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("shards of different types")
+        );
+        let wrong = TensorType::new(ElementType::I32, [8, 6]).unwrap();
+        let e = assemble(
+            0,
+            (0..4).map(four).collect(),
+            Some(&sharding),
+            Some(wrong),
+            &mesh,
+        );
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("assembles to tensor<4x6xi32>")
+        );
     }
 }

@@ -22,6 +22,15 @@ impl std::fmt::Debug for HostTensor {
     }
 }
 
+/// The number of bytes of a tensor of type `ty`, if it fits in memory at all (`isize::MAX`).
+pub(super) fn byte_len(ty: &TensorType) -> Result<usize, RunError> {
+    usize::try_from(ty.element_count())
+        .ok()
+        .and_then(|n| n.checked_mul(ty.element().byte_size()))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| RunError::Input(format!("{ty} is too large to hold in memory")))
+}
+
 /// The bytes of a slice of elements.
 fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
     // SAFETY: every `Element` type is plain data of exactly `byte_size` bytes with no padding
@@ -63,7 +72,7 @@ impl HostTensor {
 
     /// A tensor of `ty` from its little-endian, row-major bytes. `bool` bytes must be 0 or 1.
     pub fn from_bytes(ty: TensorType, bytes: Vec<u8>) -> Result<HostTensor, RunError> {
-        let want = ty.element_count() as usize * ty.element().byte_size();
+        let want = byte_len(&ty)?;
         if bytes.len() != want {
             return Err(RunError::Input(format!(
                 "{ty} takes {want} bytes, but {} were given",
@@ -177,6 +186,12 @@ mod tests {
         let bad =
             HostTensor::from_bytes(TensorType::new(ElementType::Bool, [2]).unwrap(), vec![1, 2]);
         assert!(bad.is_err());
+        // A type whose byte size does not fit in memory is refused, not wrapped around.
+        let huge = TensorType::new(ElementType::F32, [1i64 << 62]).unwrap();
+        let e = HostTensor::from_bytes(huge, Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large to hold in memory"), "{e}");
         let short =
             HostTensor::from_bytes(TensorType::new(ElementType::F32, [2]).unwrap(), vec![0; 7]);
         assert!(short.unwrap_err().to_string().contains("takes 8 bytes"));

@@ -89,7 +89,10 @@ impl Plugin {
     }
 
     /// Loads the plugin at `path` (once per process; later calls give the same plugin),
-    /// checks its API version, and initialises it.
+    /// checks its API version, and initialises it. Loading runs the library's code: the path
+    /// (and `CUSTOMOP_PJRT_PLUGIN`, for [`Plugin::locate`]) is trusted as a program's own
+    /// executable path is; what is checked is that it is a PJRT plugin of a version this runner
+    /// drives.
     pub fn load(path: &Path) -> Result<&'static Plugin, RunError> {
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let mut map = loaded().lock().unwrap_or_else(|e| e.into_inner());
@@ -372,8 +375,12 @@ impl Plugin {
     /// Calls the FFI extension's `register_handler` with `struct_size` set to 0, which the
     /// plugin refuses with a message naming the size it expects (used by the tests to hold
     /// `PJRT_FFI_Register_Handler_Args::STRUCT_SIZE` to the plugin's own).
+    ///
+    /// # Safety
+    /// The plugin must check `struct_size` before reading anything else (the pinned CPU plugin
+    /// does: it names the size it expects); the pointers it is given are null.
     #[doc(hidden)]
-    pub fn probe_register_handler_size(&self) -> Result<(), RunError> {
+    pub unsafe fn probe_register_handler_size(&self) -> Result<(), RunError> {
         let Some(register) = self.ffi.and_then(|f| f.register_handler) else {
             return Ok(());
         };

@@ -29,12 +29,16 @@ impl Program {
     /// A program from MLIR bytecode (`Module::to_bytecode`, a StableHLO portable
     /// artifact). With `signature` (read from the same program's text, say), inputs are
     /// checked and externals fed by name as for text; without, inputs are taken in order and
-    /// checked only by the plugin.
-    pub fn bytecode(bytes: &[u8], signature: Option<Signature>) -> Program {
-        Program {
+    /// checked only by the plugin. A signature is checked for consistency (its parameters
+    /// numbered in order, a sharding per result, mesh axes of positive size).
+    pub fn bytecode(bytes: &[u8], signature: Option<Signature>) -> Result<Program, RunError> {
+        if let Some(s) = &signature {
+            s.check()?;
+        }
+        Ok(Program {
             code: bytes.to_vec(),
             signature,
-        }
+        })
     }
 
     /// A module built with customop's builder.
@@ -167,12 +171,36 @@ impl Signature {
             }
         }
         let mesh = parse_mesh(text).map_err(|m| err(format!("sdy.mesh: {m}")))?;
-        Ok(Signature {
+        let sig = Signature {
             params,
             results,
             result_shardings,
             mesh,
-        })
+        };
+        sig.check()?;
+        Ok(sig)
+    }
+
+    /// Whether the signature is one the runner can use: parameters numbered by position, one
+    /// sharding entry per result, mesh axes of positive size.
+    fn check(&self) -> Result<(), RunError> {
+        if let Some((i, p)) = self.params.iter().enumerate().find(|(i, p)| p.index != *i) {
+            return Err(RunError::Program(format!(
+                "parameter {i} of the signature says it is argument {}",
+                p.index
+            )));
+        }
+        if self.result_shardings.len() != self.results.len() {
+            return Err(RunError::Program(format!(
+                "the signature has {} results but {} result shardings",
+                self.results.len(),
+                self.result_shardings.len()
+            )));
+        }
+        if let Some((a, n)) = self.mesh.iter().find(|(_, n)| *n <= 0) {
+            return Err(RunError::Program(format!("mesh axis `{a}` has size {n}")));
+        }
+        Ok(())
     }
 
     /// The argument fed by external `name`.
@@ -283,16 +311,23 @@ fn split_top(s: &str, sep: char) -> Vec<&str> {
 /// `{a = 1}`).
 fn split_type(s: &str) -> (&str, &str) {
     let s = s.trim();
-    if let Some(open) = s.find('<') {
-        if let Some(close) = matching(s, open) {
-            let (t, rest) = s.split_at(close + 1);
-            return (t.trim(), rest.trim());
-        }
-    }
-    match s.find([' ', '{']) {
-        Some(i) => (s[..i].trim(), s[i..].trim()),
-        None => (s, ""),
-    }
+    let (ty, rest) = match s.find('<').and_then(|open| matching(s, open)) {
+        Some(close) => s.split_at(close + 1),
+        None => match s.find([' ', '{']) {
+            Some(i) => s.split_at(i),
+            None => (s, ""),
+        },
+    };
+    // The attribute dictionary, without what may follow it (`loc(...)` with debug info).
+    let rest = rest.trim();
+    let attrs = match rest
+        .find('{')
+        .and_then(|open| Some((open, matching(rest, open)?)))
+    {
+        Some((open, close)) => &rest[open..=close],
+        None => "",
+    };
+    (ty.trim(), attrs)
 }
 
 /// `tensor<3x4xf32>`, `tensor<f32>`, `tensor<2xcomplex<f32>>`.
@@ -333,7 +368,10 @@ fn attr_value<'a>(dict: &'a str, key: &str) -> Option<&'a str> {
     let d = dict.trim();
     let inner = d.strip_prefix('{')?.strip_suffix('}')?;
     for entry in split_top(inner, ',') {
-        let (k, v) = entry.split_once('=')?;
+        // A unit attribute (`{llvm.noalias, ...}`) has no value.
+        let Some((k, v)) = entry.split_once('=') else {
+            continue;
+        };
         if k.trim().trim_matches('"') == key {
             return Some(v.trim());
         }
@@ -390,6 +428,12 @@ fn sharding_of(attrs: &str) -> Result<Option<DimSharding>, String> {
 /// `#sdy.sharding<@mesh, [{"x"}, {}]>` → `[["x"], []]`. Open dimensions (`?`) and
 /// `replicated=` are read as given (replicated axes split nothing).
 pub(super) fn parse_sharding(v: &str) -> Result<DimSharding, String> {
+    if v.contains("unreduced") {
+        return Err(format!(
+            "`{v}` leaves axes unreduced (partial values); the runner assembles only split or \
+             replicated values"
+        ));
+    }
     let inner = v
         .trim()
         .strip_prefix("#sdy.sharding<")
@@ -436,10 +480,23 @@ fn parse_mesh(text: &str) -> Result<Vec<(String, i64)>, String> {
     let Some(at) = text.find("#sdy.mesh<").or_else(|| text.find("sdy.mesh @")) else {
         return Ok(Vec::new());
     };
+    // One mesh, its devices in order: the runner places partition d on device d.
+    let defined = text.matches("sdy.mesh @").count() + text.matches("\"sdy.mesh\"(").count();
+    if defined > 1 {
+        return Err(format!(
+            "the module defines {defined} meshes; the runner splits over one"
+        ));
+    }
     let rest = &text[at..];
     let open = rest.find('<').ok_or("no `<`")?;
     let close = matching(rest, open).ok_or("not closed")?;
     let inner = rest[open + 1..close].trim();
+    if inner.contains("device_ids") {
+        return Err(format!(
+            "`{inner}` orders its devices (device_ids); the runner places partition d on \
+             device d"
+        ));
+    }
     let list = inner
         .strip_prefix('[')
         .and_then(|r| r.split(']').next())
@@ -555,6 +612,54 @@ mod tests {
             let e = Signature::parse(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn unit_attributes_and_locations_do_not_hide_annotations() {
+        let text = r#"func.func @main(%a: tensor<2xf32> {llvm.noalias, sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>} loc("x"), %b: tensor<4xui8> {customop.external = {descriptor = "a::B", fingerprint = "0x0000000000000001", name = "b", size = 4 : i64}} loc(unknown)) -> tensor<2xf32> {
+  sdy.mesh @mesh = <["x"=2]>"#;
+        let s = Signature::parse(text).unwrap();
+        assert_eq!(s.params[0].sharding, Some(vec![vec!["x".to_string()]]));
+        assert_eq!(s.external("b").unwrap().index, 1);
+    }
+
+    #[test]
+    fn meshes_the_runner_cannot_place_are_refused() {
+        for (text, needle) in [
+            (
+                "sdy.mesh @a = <[\"x\"=2]>\nsdy.mesh @b = <[\"y\"=2]>\nfunc.func @main(%a: tensor<2xf32>) {",
+                "2 meshes",
+            ),
+            (
+                "sdy.mesh @a = <[\"x\"=2], device_ids=[1, 0]>\nfunc.func @main(%a: tensor<2xf32>) {",
+                "device_ids",
+            ),
+            (
+                "sdy.mesh @a = <[\"x\"=0]>\nfunc.func @main(%a: tensor<2xf32>) {",
+                "size 0",
+            ),
+            (
+                r#"sdy.mesh @a = <["x"=2]>
+func.func @main(%a: tensor<2xf32>) -> (tensor<2xf32> {sdy.sharding = #sdy.sharding<@a, [{}], unreduced={"x"}>}) {"#,
+                "unreduced",
+            ),
+        ] {
+            let e = Signature::parse(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_signature_given_with_bytecode_is_checked() {
+        let mut s = Signature::parse(SEED).unwrap();
+        s.params[1].index = 5;
+        let e = Program::bytecode(b"ML\xefR", Some(s))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("parameter 1 of the signature says it is argument 5"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -32,7 +32,8 @@ fn client(devices: usize) -> Client {
 
 fn register(client: &Client, ffi: &Ffi) -> Result<(), RunError> {
     match &ffi.targets {
-        None => client.register_library(&ffi.library).map(drop),
+        // SAFETY: the job names a customop kernel cdylib, as it does to jaxlib.
+        None => unsafe { client.register_library(&ffi.library) }.map(drop),
         Some(targets) => {
             for t in targets {
                 // SAFETY: the job names these symbols as XLA FFI handlers of the library, as it
@@ -130,7 +131,7 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
         )
     };
     let program = match job.bytecode {
-        Some(b) => Ok(Program::bytecode(
+        Some(b) => Program::bytecode(
             b,
             if job.text.is_empty() {
                 None
@@ -139,7 +140,7 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
                     .ok()
                     .and_then(|p| p.signature().cloned())
             },
-        )),
+        ),
         None => Program::text(job.text),
     };
     let devices = match &program {
