@@ -238,15 +238,21 @@ fn attributes_reach_the_kernel_typed() {
     }
 }
 
-#[test]
-fn mutable_state_is_updated_across_executions() {
+/// `counter_step` on a `tensor<3xf32>` with the `Counter` external `counter`, returning `y`
+/// and the updated counter.
+fn counter_module() -> Module {
     let mut m = Module::new();
     let mut f = m.entry("main", [t(ElementType::F32, &[3])]).unwrap();
     let x = f.arg(0).unwrap();
     let state = f.external::<k::Counter>("counter").unwrap();
     let out = k::counter_step::call(&mut f, &state, &x).unwrap();
     f.ret(&[&out.y, out.state.value()]).unwrap();
-    let text = m.to_text().unwrap();
+    m
+}
+
+#[test]
+fn mutable_state_is_updated_across_executions() {
+    let text = counter_module().to_text().unwrap();
     assert!(text.contains("mutable = true"), "{text}");
     assert!(text.contains("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [1], operand_index = 0, operand_tuple_indices = []>]"), "{text}");
     assert!(text.contains("has_side_effect = true"), "{text}");

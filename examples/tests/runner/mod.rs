@@ -8,7 +8,7 @@
 //! target cannot have two handlers. The demo binaries (`seed`, `seed_sharded`), which register
 //! their linked ops, run in their own processes.
 
-use super::{example_kernels, k, seed_expected, t, torch_seed_json};
+use super::{counter_module, example_kernels, k, seed_expected, t, torch_seed_json};
 use customop::Descriptor;
 use customop::lower::Module;
 use customop::pjrt::{Client, Executable, HostTensor, PjrtCode, Plugin, Program, RunError};
@@ -460,12 +460,7 @@ fn a_missing_handler_is_a_compile_error_and_a_second_handler_is_refused() {
 
 #[test]
 fn a_mutable_external_comes_back_updated() {
-    let mut m = Module::new();
-    let mut f = m.entry("main", [t(ElementType::F32, &[3])]).unwrap();
-    let x = f.arg(0).unwrap();
-    let state = f.external::<k::Counter>("counter").unwrap();
-    let out = k::counter_step::call(&mut f, &state, &x).unwrap();
-    f.ret(&[&out.y, out.state.value()]).unwrap();
+    let m = counter_module();
     let exe = client().compile(&Program::module(&m).unwrap()).unwrap();
     let spec = exe.signature().unwrap().external("counter").unwrap();
     assert!(spec.external.as_ref().unwrap().mutable);
