@@ -141,35 +141,11 @@ fn rust_layout() -> BTreeMap<String, usize> {
     // Each element type's `XLA_FFI_DataType` code, printed from the header's enum constant.
     for t in ElementType::ALL {
         m.insert(
-            format!("XLA_FFI_DataType_{}", xla_enum_name(t)),
+            format!("XLA_FFI_DataType_{}", customop_xla::xla_type_name(t)),
             t.xla_code() as usize,
         );
     }
     m
-}
-
-/// The header's name of each element type's `XLA_FFI_DataType` constant (exhaustive: a new
-/// element type must be named here).
-fn xla_enum_name(t: ElementType) -> &'static str {
-    match t {
-        ElementType::Bool => "PRED",
-        ElementType::I8 => "S8",
-        ElementType::I16 => "S16",
-        ElementType::I32 => "S32",
-        ElementType::I64 => "S64",
-        ElementType::U8 => "U8",
-        ElementType::U16 => "U16",
-        ElementType::U32 => "U32",
-        ElementType::U64 => "U64",
-        ElementType::F32 => "F32",
-        ElementType::F64 => "F64",
-        ElementType::F16 => "F16",
-        ElementType::BF16 => "BF16",
-        ElementType::C64 => "C64",
-        ElementType::C128 => "C128",
-        ElementType::F8E4M3FN => "F8E4M3FN",
-        ElementType::F8E5M2 => "F8E5M2",
-    }
 }
 
 #[test]
@@ -177,19 +153,7 @@ fn abi_structs_match_the_installed_header() {
     let rust = rust_layout();
     let mut exprs: BTreeMap<String, String> = rust
         .keys()
-        .map(|key| {
-            let expr = match key.strip_prefix("sizeof ") {
-                Some(t) => format!("sizeof({t})"),
-                None if key.ends_with("_STRUCT_SIZE") || key.starts_with("XLA_FFI_DataType_") => {
-                    key.clone()
-                }
-                None => {
-                    let (t, f) = key.split_once('.').unwrap();
-                    format!("offsetof({t}, {f})")
-                }
-            };
-            (key.clone(), expr)
-        })
+        .map(|key| (key.clone(), customop_xla::layout_expr(key)))
         .collect();
     exprs.insert("enum".into(), "sizeof(XLA_FFI_DataType)".into());
     // The harness's venv has jaxlib and its headers.

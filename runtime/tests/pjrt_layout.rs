@@ -326,55 +326,24 @@ fn rust_layout() -> BTreeMap<String, usize> {
     // Every element type's PJRT_Buffer_Type.
     for t in ElementType::ALL {
         m.insert(
-            format!("PJRT_Buffer_Type_{}", pjrt_enum_name(t)),
+            format!("PJRT_Buffer_Type_{}", customop_xla::xla_type_name(t)),
             buffer_type(t) as usize,
         );
     }
     m
 }
 
-/// The header's name of each element type's `PJRT_Buffer_Type` constant (exhaustive).
-fn pjrt_enum_name(t: ElementType) -> &'static str {
-    match t {
-        ElementType::Bool => "PRED",
-        ElementType::I8 => "S8",
-        ElementType::I16 => "S16",
-        ElementType::I32 => "S32",
-        ElementType::I64 => "S64",
-        ElementType::U8 => "U8",
-        ElementType::U16 => "U16",
-        ElementType::U32 => "U32",
-        ElementType::U64 => "U64",
-        ElementType::F32 => "F32",
-        ElementType::F64 => "F64",
-        ElementType::F16 => "F16",
-        ElementType::BF16 => "BF16",
-        ElementType::C64 => "C64",
-        ElementType::C128 => "C128",
-        ElementType::F8E4M3FN => "F8E4M3FN",
-        ElementType::F8E5M2 => "F8E5M2",
-    }
-}
-
 #[test]
 fn pjrt_structs_match_the_plugins_header() {
     let rust = rust_layout();
-    let exprs: BTreeMap<String, String> = rust
+    let mut exprs: BTreeMap<String, String> = rust
         .keys()
-        .map(|key| {
-            let expr = if let Some(t) = key.strip_prefix("sizeof ") {
-                format!("sizeof({t})")
-            } else if key == "PJRT_Api.end_of_prefix" {
-                "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)"
-                    .into()
-            } else if let Some((t, f)) = key.split_once('.') {
-                format!("offsetof({t}, {f})")
-            } else {
-                key.clone()
-            };
-            (key.clone(), expr)
-        })
+        .map(|key| (key.clone(), customop_xla::layout_expr(key)))
         .collect();
+    exprs.insert(
+        "PJRT_Api.end_of_prefix".into(),
+        "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)".into(),
+    );
     let plugin = customop::pjrt::default_plugin_path().expect("a cache directory");
     let include = plugin.parent().unwrap();
     assert!(

@@ -561,6 +561,44 @@ impl Harness {
     }
 }
 
+/// XLA's name of an element type (`PrimitiveType`: `PRED`, `S8`, ..., `F8E4M3FN`), as both
+/// the XLA FFI header (`XLA_FFI_DataType_<name>`) and the PJRT header (`PJRT_Buffer_Type_<name>`)
+/// spell their constants. Exhaustive: a new element type must be named here.
+pub fn xla_type_name(t: customop::ElementType) -> &'static str {
+    use customop::ElementType as E;
+    match t {
+        E::Bool => "PRED",
+        E::I8 => "S8",
+        E::I16 => "S16",
+        E::I32 => "S32",
+        E::I64 => "S64",
+        E::U8 => "U8",
+        E::U16 => "U16",
+        E::U32 => "U32",
+        E::U64 => "U64",
+        E::F32 => "F32",
+        E::F64 => "F64",
+        E::F16 => "F16",
+        E::BF16 => "BF16",
+        E::C64 => "C64",
+        E::C128 => "C128",
+        E::F8E4M3FN => "F8E4M3FN",
+        E::F8E5M2 => "F8E5M2",
+    }
+}
+
+/// The C expression of a layout key: `sizeof T` → `sizeof(T)`, `T.f` → `offsetof(T, f)`,
+/// anything else (a `*_STRUCT_SIZE` macro, an enum constant) as written.
+pub fn layout_expr(key: &str) -> String {
+    if let Some(t) = key.strip_prefix("sizeof ") {
+        format!("sizeof({t})")
+    } else if let Some((t, f)) = key.split_once('.') {
+        format!("offsetof({t}, {f})")
+    } else {
+        key.to_string()
+    }
+}
+
 /// Compiles and runs a C program that includes `header` (found in `include`) and prints
 /// `(size_t)(expr)` for each key's C expression, in `target/<dir>/`; returns the values by key.
 /// The layout tests hold Rust's descriptions of C ABIs to the installed headers with it.
