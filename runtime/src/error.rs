@@ -154,6 +154,18 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The refusal a handler's error message names: the `[code]` after `custom op `...``, as
+    /// the handler layer writes it (`custom op `ns::op` [bad_descriptor]: ...`), wherever the
+    /// message travelled (an XLA or PJRT error, a Python exception).
+    pub fn in_message(message: &str) -> Option<Refusal> {
+        let start = message.find("custom op `")?;
+        let rest = &message[start..];
+        let open = rest.find("` [")? + 3;
+        let close = rest[open..].find(']')? + open;
+        let name = &rest[open..close];
+        Refusal::ALL.into_iter().find(|r| r.name() == name)
+    }
+
     /// Every refusal, in declaration order.
     pub const ALL: [Refusal; 21] = [
         Refusal::BadFrame,
@@ -224,5 +236,19 @@ mod tests {
             assert!(seen.insert(r.name()), "{r:?}");
             assert!(r.name().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
         }
+    }
+
+    #[test]
+    fn a_refusal_is_read_back_from_a_message_wherever_it_went() {
+        for r in Refusal::ALL {
+            let m = format!("INVALID_ARGUMENT: custom op `ns::op` [{r}]: something");
+            assert_eq!(Refusal::in_message(&m), Some(r));
+        }
+        assert_eq!(Refusal::in_message("custom op `a` [no_such_code]: x"), None);
+        assert_eq!(Refusal::in_message("custom op `a` without a code"), None);
+        assert_eq!(
+            Refusal::in_message("[bad_descriptor] outside a handler message"),
+            None
+        );
     }
 }

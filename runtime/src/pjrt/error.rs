@@ -151,15 +151,10 @@ impl RunError {
     /// call (`bad_descriptor`, `kernel_error`, ...), read from the `[code]` the handler's
     /// message carries.
     pub fn refusal(&self) -> Option<Refusal> {
-        let RunError::Pjrt { message, .. } = self else {
-            return None;
-        };
-        let start = message.find("custom op `")?;
-        let rest = &message[start..];
-        let open = rest.find("` [")? + 3;
-        let close = rest[open..].find(']')? + open;
-        let name = &rest[open..close];
-        Refusal::ALL.into_iter().find(|r| r.name() == name)
+        match self {
+            RunError::Pjrt { message, .. } => Refusal::in_message(message),
+            _ => None,
+        }
     }
 
     /// The PJRT status code, for [`RunError::Pjrt`].

@@ -262,21 +262,8 @@ impl Client {
                 self.inner.devices.len()
             )));
         }
-        self.compile_with_options(program, &compile_options(partitions), partitions)
-    }
-
-    /// [`Client::compile`] with serialised `CompileOptionsProto` bytes, which must say
-    /// `partitions` partitions (the plugin aborts the process on empty options, and executing
-    /// with another device count than compiled for is not checked here): private for that.
-    fn compile_with_options(
-        &self,
-        program: &Program,
-        options: &[u8],
-        partitions: usize,
-    ) -> Result<Executable, RunError> {
-        if options.is_empty() {
-            return Err(RunError::Input("empty compile options".into()));
-        }
+        // Never empty: the plugin aborts the process on empty options.
+        let options = compile_options(partitions);
         const FORMAT: &str = "mlir";
         let mut prog = sys::PJRT_Program::new();
         // The plugin reads `code` (it is `char*` only because other calls write it).
@@ -804,11 +791,11 @@ fn upload(
     let plugin = client.plugin;
     // The plugin reads as many bytes as the dimensions say: they must be there (a
     // `HostTensor` always holds exactly that many; checked again at this edge).
-    if super::host::byte_len(t.ty())? != t.bytes().len() {
+    let want = super::host::byte_len(t.ty())?;
+    if want != t.bytes().len() {
         return Err(RunError::Input(format!(
-            "{} does not hold its {} bytes",
-            t.ty(),
-            super::host::byte_len(t.ty())?
+            "{} does not hold its {want} bytes",
+            t.ty()
         )));
     }
     let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();

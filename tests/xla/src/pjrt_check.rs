@@ -105,15 +105,6 @@ fn hex(b: &[u8]) -> String {
     if b.len() > 64 { format!("{s}...") } else { s }
 }
 
-/// The refusal code in brackets of a handler's message (`custom op `x` [bad_descriptor]: ...`).
-fn bracket_code(message: &str) -> Option<String> {
-    let start = message.find("custom op `")?;
-    let rest = &message[start..];
-    let open = rest.find("` [")? + 3;
-    let close = rest[open..].find(']')? + open;
-    Some(rest[open..close].to_string())
-}
-
 /// Runs `job` through the runner and holds the result against jaxlib's `outcome`.
 pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
     if job.repeat > 1 {
@@ -195,8 +186,8 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
             // comes first, where the handler's came with jaxlib.
             (Err(_), Err(RunError::Input(_))) => {}
             (Err(j), Err(o)) => {
-                let jcode = bracket_code(&j.message);
-                let ocode = o.refusal().map(|r| r.name().to_string());
+                let jcode = customop::Refusal::in_message(&j.message);
+                let ocode = o.refusal();
                 if jcode != ocode {
                     what(format!(
                         "run {i}: both refused, but with other codes: jaxlib {jcode:?} ({}), \
