@@ -29,7 +29,9 @@ esac
 MDBOOK_VERSION=0.4.52
 APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev libclang-22-dev libpolly-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev)
-[ "$ONLY_PJRT" = 1 ] || APT_PACKAGES+=(valgrind)
+# valgrind (the handler layer under memcheck), g++ (a C++ program calling an op through torch's
+# dispatcher, tests/torch/cpp).
+[ "$ONLY_PJRT" = 1 ] || APT_PACKAGES+=(valgrind g++)
 PJRT_VERSION=0.0.1
 PJRT_WHEEL=xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl
 PJRT_SHA256=55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc

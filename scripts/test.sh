@@ -65,19 +65,26 @@ rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 # Python unittest files, each counted in the closing total like a cargo test binary.
 py_tests() {
   local what=$1 file=$2 out
-  out=target/test-$(basename "$file" .py).log
+  out=target/test-$(basename "$file" .py)${CUSTOMOP_TORCH_NATIVE:+-native$CUSTOMOP_TORCH_NATIVE}.log
   step "$what"
   "$CUSTOMOP_PYTHON" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
   grep -qx OK "$out" || { echo "$file failed" >&2; exit 1; }
   ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$out")
   echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 }
-py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals)" tests/torch/test_torch.py
+py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
+# Every test that calls ops from torch runs on both paths: native kernels (1, the default) and
+# the Python path (0, `customop.torch.load(path, native=False)`).
+for native in 1 0; do
+  export CUSTOMOP_TORCH_NATIVE=$native
+  py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals), native=$native" tests/torch/test_torch.py
+  py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export, native=$native" tests/xla/test_computed_shapes.py
+  py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
+  py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
+done
+unset CUSTOMOP_TORCH_NATIVE
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
-py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export" tests/xla/test_computed_shapes.py
-py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal" tests/xla/test_generic_ops.py
-py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export" tests/xla/test_dtypes.py
 checks=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" 2>/dev/null || echo 0)
 [ "$checks" -gt 0 ] || { echo "no PJRT cross-check ran in the Python tests" >&2; exit 1; }
 echo "PJRT cross-check: $checks programs (torch_xla exports, jax.jit functions) run by both jaxlib and the Rust runner, all agreeing" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
-# Usage: bash benches/compare/run.sh [--quick | --runner]
-# (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result)
+# Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager]
+# (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
+#  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
@@ -14,4 +15,8 @@ INC=$(target/xla-venv/bin/python -c 'import jax; print(jax.ffi.include_dir())')
 mkdir -p target/compare
 cc -O2 -shared -fPIC -I"$INC" tests/xla/c/seed_floor.c -o target/compare/libseed_floor.so -lm
 export CUSTOMOP_FLOOR_LIB="$PWD/target/compare/libseed_floor.so"
+if [ "${1:-}" = "--torch-eager" ]; then
+  export PYTHONPATH="$PWD/python" PJRT_DEVICE=CPU
+  exec target/xla-venv/bin/python benches/compare/torch_eager.py
+fi
 exec target/xla-venv/bin/python benches/compare/compare.py "$@"

@@ -20,47 +20,103 @@ and run on XLA CPU with the Rust handlers.
     exported.text           # the annotated StableHLO
     exported.run(torch.ones(3, 3))
 
-Eager calls go through `customop_call` (`customop.eager`), which every cdylib exports: it
-builds an XLA FFI call frame from the tensors and attributes and runs the op's generated
-handler on it, so an eager call is checked exactly as an XLA call is (operand and result types
-and shapes, descriptor bytes, attribute types); a kernel error or panic raises `KernelError`.
+Eager calls run natively by default (`load(path)`, torch 2.9): the cdylib registers each op's
+CPU and Meta kernels in torch's dispatcher through torch's stable C ABI
+(`customop_torch_register`), so a call goes from the dispatcher straight to Rust, which reads
+the tensors, allocates the results and runs the op's generated handler on them. An op with a
+`str`, descriptor or list attribute (which torch 2.9's stable ABI cannot pass to a kernel) is
+registered natively under a hidden name, `<ns>::_native_<op>`, whose schema carries those
+attributes as tensors; its public CPU kernel is a short Python adapter that converts them.
+
+`load(path, native=False)` chooses the Python path instead: the CPU kernel is a Python function
+calling `customop_call` (`customop.eager`) through ctypes. Both paths run the op's handler on a
+call frame, so a call is checked exactly as an XLA call is (operand and result types and shapes,
+descriptor bytes, attribute types); a refusal, kernel error or panic raises `KernelError`. The
+choice is logged (logger `customop.torch`, level INFO) and never made silently: on a torch the
+native path does not support, `load` raises `NativeUnavailable`.
 
 The ops have no gradient: `backward()` through one raises `NoGradientError`, naming the op.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from .eager import Handlers, HostBuffer, KernelError
 from .manifest import ElementType, OpEntry, OpSchema, UpdatedExternal
-from .schema import ResultSpec, SchemaError, backend_config, operand_names, result_specs
+from .schema import (ResultSpec, SchemaError, attr_bytes, backend_config, operand_names,
+                     result_specs)
 # The torch_xla export rewriter, re-exported (it shares only imports with the registration).
 from .torch_export import Exported, ExportError, External, export
 from .xla import Library
 
 __all__ = ["load", "export", "TorchLibrary", "Exported", "External", "KernelError",
-           "ExportError", "NoGradientError"]
+           "ExportError", "NoGradientError", "NativeUnavailable", "NATIVE_TORCH"]
+
+log = logging.getLogger("customop.torch")
+
+# The torch versions whose stable C ABI the native kernels are written against: >= 2.9, < 2.10.
+NATIVE_TORCH = ((2, 9), (2, 10))
 
 
 class NoGradientError(RuntimeError):
     """`backward()` reached a customop op, which declares no gradient."""
 
 
+class NativeUnavailable(RuntimeError):
+    """`load(path)` asked for native kernels on a torch whose stable C ABI customop does not
+    support; `load(path, native=False)` uses the Python path."""
+
+
 _LOADED: dict[str, TorchLibrary] = {}
 
 
-def load(path: str | os.PathLike[str]) -> TorchLibrary:
+def load(path: str | os.PathLike[str], native: bool = True) -> TorchLibrary:
     """Registers every op of the kernel cdylib at `path` as `torch.ops.<ns>.<op>` (once per
-    process and library) and returns the `TorchLibrary`."""
+    process and library) and returns the `TorchLibrary`. `native` (the default) registers
+    the Rust kernels in torch's dispatcher through torch's stable C ABI (torch 2.9; anything
+    else raises `NativeUnavailable`); `native=False` runs eager calls through the Python
+    path. Loading one library twice with different `native` raises `ValueError`."""
     key = os.path.realpath(str(path))
     if key not in _LOADED:
-        _LOADED[key] = TorchLibrary(key)
+        _LOADED[key] = TorchLibrary(key, native=native)
+    elif _LOADED[key].native != native:
+        raise ValueError("%s is already registered with native=%s in this process"
+                         % (key, _LOADED[key].native))
     return _LOADED[key]
+
+
+def native_unsupported_reason() -> str | None:
+    """Why this torch cannot take native kernels, or None when it can."""
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    low, high = NATIVE_TORCH
+    if not low <= version < high:
+        return ("customop's native torch kernels support torch >= %d.%d, < %d.%d (its stable C "
+                "ABI); this is torch %s" % (*low, *high, torch.__version__))
+    return None
+
+
+_KERNEL_ERROR = re.compile(r"customop\[(kernel):(\d+)\] |customop\[(schema)\] ")
+
+
+def _reraise(e: RuntimeError) -> None:
+    """Raises the customop error a native kernel's torch exception carries (`KernelError`
+    with its code, or `SchemaError`), if it carries one."""
+    m = _KERNEL_ERROR.search(str(e))
+    if m is None:
+        return
+    message = str(e)[m.end():].split("\nException raised from", 1)[0]
+    if m.group(1):
+        raise KernelError(message, int(m.group(2))) from None
+    raise SchemaError(message) from None
 
 
 class TorchLibrary:
@@ -69,9 +125,16 @@ class TorchLibrary:
     kernel, an XLA implementation that emits `stablehlo_custom_call` to the op's target, and an
     autograd kernel that refuses `backward()`."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, native: bool = True) -> None:
         self.library = Library(path)
         self.path = self.library.path
+        self.native = native
+        if native:
+            reason = native_unsupported_reason()
+            if reason is not None:
+                raise NativeUnavailable(reason + "; load(path, native=False) runs ops through "
+                                        "the Python path")
+            self._native_init()
         self._handlers = Handlers(self.library)
         types = self.library.manifest.element_types.values()
         # torch's dtype of each element type, by its numpy name (torch spells them alike).
@@ -79,12 +142,50 @@ class TorchLibrary:
         self._element_of = {getattr(torch, t.numpy): t for t in types}
         self._fragments: dict[str, torch.library.Library] = {}
         self._registered_with_jax = False
+        adapted = []
         for op in self.library.ops():
-            self._define(op)
+            if self._define(op):
+                adapted.append(op.name)
+        if native:
+            log.info("customop: %s: %d ops with native CPU and Meta kernels (torch's stable C "
+                     "ABI)%s", self.path, len(self.library.ops()),
+                     "; through a Python adapter (str or list attributes): " + ", ".join(adapted)
+                     if adapted else "")
+        else:
+            log.info("customop: %s: %d ops on the Python path (native=False)", self.path,
+                     len(self.library.ops()))
+
+    def _native_init(self) -> None:
+        cdll = self.library.cdll
+        self._libtorch = os.path.join(os.path.dirname(torch.__file__), "lib",
+                                      "libtorch_cpu.so").encode()
+        reg = cdll.customop_torch_register
+        reg.restype = ctypes.c_int32
+        reg.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                        ctypes.c_size_t]
+        schema = cdll.customop_torch_native_schema
+        schema.restype = ctypes.c_int32
+        schema.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        self._c_register, self._c_native_schema = reg, schema
+
+    def _register_native(self, frag: torch.library.Library, op: OpEntry, name: str,
+                         define: bool) -> None:
+        """Registers op `op`'s native kernels for the torch op `name` (defining it first with
+        the native schema when `define`)."""
+        buf = ctypes.create_string_buffer(8192)
+        if define:
+            if self._c_native_schema(op.name.encode(), name.encode(), buf, len(buf)) != 0:
+                raise RuntimeError("%s: %s" % (op.name, buf.value.decode()))
+            frag.define(buf.value.decode().split("::", 1)[1])
+        if self._c_register(self._libtorch, op.name.encode(), name.encode(), buf, len(buf)) != 0:
+            raise RuntimeError("cannot register native kernels of %s from %s: %s"
+                               % (op.name, self.path, buf.value.decode()))
 
     # --- registration ------------------------------------------------------------------------
 
-    def _define(self, op: OpEntry) -> None:
+    def _define(self, op: OpEntry) -> bool:
+        """Defines and registers op `op`; True when its native kernel sits behind a Python
+        adapter."""
         sch = op.schema
         ns, _, name = sch.name.partition("::")
         frag = self._fragments.get(ns)
@@ -97,24 +198,43 @@ class TorchLibrary:
             raise RuntimeError("cannot register %s from %s: %s (is it defined by another "
                                "library loaded in this process?)" % (sch.name, self.path, e)) from None
 
-        def cpu(*args: Any, **kwargs: Any) -> Any:
-            return self._eager(op, args, kwargs)
-
         def xla(*args: Any, **kwargs: Any) -> Any:
             return self._xla(sch, args, kwargs)
 
         def fake(*args: Any, **kwargs: Any) -> Any:
             return self._fake(sch, args, kwargs)
 
-        frag.impl(name, cpu, "CPU")
+        adapted = False
+        if not self.native:
+            def cpu(*args: Any, **kwargs: Any) -> Any:
+                return self._eager(op, args, kwargs)
+
+            frag.impl(name, cpu, "CPU")
+            torch.library.register_fake(sch.name, fake, lib=frag)
+        else:
+            carried = {p.name: p for p in sch.attributes if p.type.kind in _AS_TENSOR}
+            if not carried:
+                # CPU and Meta kernels in Rust; the fake implementation (which FakeTensorMode
+                # prefers, and which takes symbolic sizes) stays in Python, without the Meta
+                # kernel `register_fake` would add.
+                self._register_native(frag, op, sch.name, define=False)
+                _register_fake_only(sch.name, fake)
+            else:
+                adapted = True
+                hidden = "%s::_native_%s" % (ns, name)
+                self._register_native(frag, op, hidden, define=True)
+                frag.impl(name, _adapter(sch, carried, getattr(getattr(torch.ops, ns),
+                                                               "_native_" + name).default),
+                          "CPU")
+                torch.library.register_fake(sch.name, fake, lib=frag)
         frag.impl(name, xla, "XLA")
         frag.impl(name, _autograd_kernel(getattr(getattr(torch.ops, ns), name).default, sch.name),
                   "Autograd", with_keyset=True)
-        torch.library.register_fake(sch.name, fake, lib=frag)
         if sch.side_effect:
             # Keeps an op whose result is unused in torch.export's graph, so that `export` can
             # tell when torch_xla drops it.
             torch.fx.node.has_side_effect(getattr(getattr(torch.ops, ns), name).default)
+        return adapted
 
     def op(self, name: str) -> Any:
         """The torch op packet of op `name` (`ns::op`): `torch.ops.ns.op`, what model code
@@ -211,6 +331,51 @@ class TorchLibrary:
             self._registered_with_jax = True
 
 
+# The attribute kinds torch 2.9's stable ABI cannot pass to a kernel, carried as tensors.
+_AS_TENSOR = ("str", "descriptor", "array")
+
+
+def _register_fake_only(qualname: str, fake: Callable[..., Any]) -> None:
+    """Registers `fake` as the op's fake implementation (used by FakeTensorMode, and so by
+    torch.compile and torch.export) without the Python Meta kernel `torch.library.register_fake`
+    adds: the op's Meta kernel is the native one."""
+    from torch._library.fake_impl import Kernel
+    from torch._library.simple_registry import singleton
+
+    singleton.find(qualname).fake_impl.kernels.append(Kernel(fake, "customop.torch"))
+
+
+def _adapter(sch: OpSchema, carried: dict[str, Any], native: Any) -> Callable[..., Any]:
+    """The public op's CPU kernel when attributes of `carried` must travel as tensors: converts
+    them (a string's bytes as uint8, a list as int64 or float64; converted values are cached)
+    and calls the native kernel `native` (the hidden op)."""
+    cache: dict[tuple[str, Any], torch.Tensor] = {}
+
+    def convert(param: Any, value: Any) -> torch.Tensor:
+        key = (param.name, tuple(value) if isinstance(value, list) else value)
+        t = cache.get(key)
+        if t is None:
+            if param.type.kind == "array":
+                t = torch.tensor(list(value), dtype=torch.float64 if param.type.dtype.is_float
+                                 else torch.int64)
+            else:
+                data = attr_bytes(sch, param, value)
+                t = (torch.frombuffer(bytearray(data), dtype=torch.uint8) if data
+                     else torch.empty(0, dtype=torch.uint8))
+            if len(cache) >= 256:
+                cache.clear()
+            cache[key] = t
+        return t
+
+    def cpu(*args: Any, **kwargs: Any) -> Any:
+        for name, param in carried.items():
+            if name in kwargs:
+                kwargs[name] = convert(param, kwargs[name])
+        return native(*args, **kwargs)
+
+    return cpu
+
+
 def _no_gradient_message(op: str) -> str:
     return ("%s has no gradient: customop ops declare no backward, so backward() cannot go "
             "through it. Call it on detached inputs (x.detach()) or under torch.no_grad() when "
@@ -236,8 +401,13 @@ def _autograd_kernel(op: Any, name: str) -> Any:
     it, torch only warns and leaves `.grad` None)."""
 
     def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        with torch._C._AutoDispatchBelowAutograd():
-            return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+        try:
+            with torch._C._AutoDispatchBelowAutograd():
+                return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+        except RuntimeError as e:
+            # A native kernel's error, raised as customop's own.
+            _reraise(e)
+            raise
 
     class NoGradient(torch.autograd.Function):
         @staticmethod

@@ -15,6 +15,7 @@ mod records;
 pub mod registry;
 pub mod schema;
 pub mod tensor;
+mod torch;
 pub mod types;
 
 #[cfg(feature = "mlir")]

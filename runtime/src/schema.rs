@@ -330,7 +330,18 @@ impl OpSchema {
     /// `torch._C.parse_schema` take): tensors and externals as `Tensor` (a mutable external as
     /// `Tensor(a!)`), attributes after `*` with their types, results after `->`.
     pub fn schema_string(&self) -> String {
-        let mut s = format!("{}(", self.name);
+        self.schema_text(&self.name, false)
+    }
+
+    /// The schema string torch's native kernels are registered on (`customop.torch`), for
+    /// the op named `name`: string, descriptor and array attributes are `Tensor`s (bytes,
+    /// int64 or float64), since torch 2.9's stable ABI passes no strings or lists to a kernel.
+    pub(crate) fn native_schema_string(&self, name: &str) -> String {
+        self.schema_text(name, true)
+    }
+
+    fn schema_text(&self, name: &str, native: bool) -> String {
+        let mut s = format!("{name}(");
         let mut first = true;
         let mut sep = |s: &mut String| {
             if !first {
@@ -368,6 +379,11 @@ impl OpSchema {
             for p in attrs {
                 if let ParamKind::Attribute { ty } = &p.kind {
                     let t = match ty {
+                        AttrType::Str | AttrType::Descriptor { .. } | AttrType::Array { .. }
+                            if native =>
+                        {
+                            "Tensor".to_string()
+                        }
                         AttrType::Bool => "bool".to_string(),
                         AttrType::Scalar { dtype } if dtype.is_float() => "float".to_string(),
                         AttrType::Scalar { .. } => "int".to_string(),

@@ -18,7 +18,9 @@ import torch  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
 
-LIB = ct.load(os.environ["CUSTOMOP_KERNELS"])
+# Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
+LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
+              native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
 ops = torch.ops
 
 

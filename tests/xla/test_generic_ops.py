@@ -28,7 +28,8 @@ from customop import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
-TORCH = ct.load(PATH)
+# Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
+TORCH = ct.load(PATH, native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
 JAX = Library(PATH)
 JAX.register()
 OP = "example::rms_norm_t"

@@ -115,6 +115,28 @@ pub unsafe extern "C" fn customop_call(
     }) else {
         return -1;
     };
+    // SAFETY: the entries' pointers are valid as `call_handler` needs (this function's
+    // contract), and `handler` is a customop handler.
+    match unsafe { call_handler(handler, args, rets, attrs) } {
+        Ok(()) => 0,
+        // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
+        Err((code, text)) => unsafe { copy_message(message, message_cap, code, &text) },
+    }
+}
+
+/// Runs `handler` on a call frame made of `args`, `rets` and `attrs`: `Ok` when it succeeded,
+/// else the error's code (never 0) and message.
+///
+/// # Safety
+/// `handler` is a customop handler (or one that creates errors only through the frame's API);
+/// every entry's pointers are valid as described on [`CallTensor`] and [`CallAttr`] for the
+/// duration of the call, and result tensors are writable.
+pub(crate) unsafe fn call_handler(
+    handler: unsafe extern "C" fn(*mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error,
+    args: &[CallTensor],
+    rets: &[CallTensor],
+    attrs: &[CallAttr],
+) -> Result<(), (i32, Vec<u8>)> {
     let mut arg_bufs: Vec<XLA_FFI_Buffer> = args.iter().map(buffer).collect();
     let mut ret_bufs: Vec<XLA_FFI_Buffer> = rets.iter().map(buffer).collect();
     let mut arg_types = vec![XLA_FFI_ARG_TYPE_BUFFER; args.len()];
@@ -157,8 +179,7 @@ pub unsafe extern "C" fn customop_call(
             _ => {
                 let what =
                     b"eager call: attribute kind must be 1 (array), 3 (scalar) or 4 (string)";
-                // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
-                return unsafe { copy_message(message, message_cap, 3, what) };
+                return Err((3, what.to_vec()));
             }
         }
     }
@@ -234,14 +255,13 @@ pub unsafe extern "C" fn customop_call(
     // the vectors above or at the caller's data, all of which outlive the call.
     let err = unsafe { handler(&mut frame) };
     if err.is_null() {
-        return 0;
+        return Ok(());
     }
     // SAFETY: the frame's API has one way to make an error, `eager_error_create`, which returns
     // a leaked `Box<EagerError>`; the handler hands it to us once.
     let err = unsafe { Box::from_raw(err.cast::<EagerError>()) };
     let code = if err.code == 0 { 2 } else { err.code };
-    // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
-    unsafe { copy_message(message, message_cap, code, &err.message) }
+    Err((code, err.message))
 }
 
 /// `XLA_FFI_Buffer` of one tensor.
@@ -279,7 +299,7 @@ unsafe fn slice_of<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
 ///
 /// # Safety
 /// `out` is null or writable for `cap` bytes.
-unsafe fn copy_message(out: *mut c_char, cap: usize, code: i32, text: &[u8]) -> i32 {
+pub(crate) unsafe fn copy_message(out: *mut c_char, cap: usize, code: i32, text: &[u8]) -> i32 {
     if !out.is_null() && cap > 0 {
         let n = text.len().min(cap - 1);
         // SAFETY: `out` is writable for `cap` bytes (this function's contract) and `n < cap`.

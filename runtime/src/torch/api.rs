@@ -1,0 +1,140 @@
+//! The part of torch's stable C ABI (`torch/csrc/inductor/aoti_torch/c/shim.h`, torch 2.9)
+//! the native kernels use, declared here from that header and resolved at run time from the
+//! `libtorch_cpu` the process already loaded: a kernel cdylib neither links torch nor needs it
+//! to load.
+
+use core::ffi::{c_char, c_int, c_void};
+
+/// `AtenTensorHandle`: an owning pointer to an `at::Tensor` on the heap.
+pub(crate) type Tensor = *mut c_void;
+/// `TorchLibraryHandle`.
+pub(crate) type LibraryHandle = *mut c_void;
+/// `AOTITorchError`: 0 success, 1 failure.
+type Status = i32;
+/// A boxed kernel: `void fn(StableIValue* stack, uint64_t num_args, uint64_t num_outputs)`.
+/// `C-unwind`: the kernel reports an error by calling `aoti_torch_check`, which throws.
+pub(crate) type BoxedKernel = unsafe extern "C-unwind" fn(*mut u64, u64, u64);
+
+/// The functions, resolved once.
+#[derive(Debug)]
+pub(crate) struct Api {
+    pub library_init_impl: unsafe extern "C" fn(
+        *const c_char,
+        *const c_char,
+        *const c_char,
+        u32,
+        *mut LibraryHandle,
+    ) -> Status,
+    pub library_impl: unsafe extern "C" fn(LibraryHandle, *const c_char, BoxedKernel) -> Status,
+    pub delete_tensor_object: unsafe extern "C" fn(Tensor) -> Status,
+    pub get_data_ptr: unsafe extern "C" fn(Tensor, *mut *mut c_void) -> Status,
+    pub get_dim: unsafe extern "C" fn(Tensor, *mut i64) -> Status,
+    pub get_sizes: unsafe extern "C" fn(Tensor, *mut *mut i64) -> Status,
+    pub get_dtype: unsafe extern "C" fn(Tensor, *mut i32) -> Status,
+    pub is_contiguous: unsafe extern "C" fn(Tensor, *mut bool) -> Status,
+    pub empty_strided:
+        unsafe extern "C" fn(i64, *const i64, *const i64, i32, i32, i32, *mut Tensor) -> Status,
+    pub copy_: unsafe extern "C" fn(Tensor, Tensor, i32) -> Status,
+    pub check: unsafe extern "C-unwind" fn(bool, *const c_char, *const c_char, u32, *const c_char),
+    /// torch's dtype code of each customop element type that torch has.
+    pub dtypes: Vec<(i32, crate::ElementType)>,
+    /// `aoti_torch_device_type_cpu()`.
+    pub cpu: i32,
+    /// The Meta device's type code (`c10::DeviceType::Meta`, which the header names no
+    /// function for).
+    pub meta: i32,
+    /// Keeps `libtorch_cpu` loaded (it is never unloaded while torch runs anyway).
+    _lib: libloading::os::unix::Library,
+}
+
+/// `RTLD_NOLOAD` (glibc): open only a library that is already loaded.
+const RTLD_NOLOAD: c_int = 4;
+
+/// `c10::DeviceType::Meta` (`c10/core/DeviceType.h`).
+const DEVICE_META: i32 = 14;
+
+impl Api {
+    /// Resolves the functions from `libtorch_cpu` at `path`, which must already be loaded
+    /// (`import torch` loads it): this never loads a second torch.
+    pub(crate) fn resolve(path: &str) -> Result<Api, String> {
+        // SAFETY: with RTLD_NOLOAD, dlopen only returns a handle to a library the process
+        // already loaded and initialised; no initialiser runs.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(
+                Some(path),
+                libloading::os::unix::RTLD_NOW | RTLD_NOLOAD,
+            )
+        }
+        .map_err(|e| format!("{path} is not loaded in this process (import torch first): {e}"))?;
+        macro_rules! sym {
+            ($name:literal) => {
+                // SAFETY: each symbol is declared above with the signature the torch 2.9
+                // header gives it; the torch version is checked before registration.
+                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                    .map_err(|e| format!("{path} has no `{}` (torch >= 2.9 has): {e}", $name))?
+            };
+        }
+        let dtype_fns: [(&[u8], crate::ElementType); 17] = [
+            (b"aoti_torch_dtype_bool\0", crate::ElementType::Bool),
+            (b"aoti_torch_dtype_int8\0", crate::ElementType::I8),
+            (b"aoti_torch_dtype_int16\0", crate::ElementType::I16),
+            (b"aoti_torch_dtype_int32\0", crate::ElementType::I32),
+            (b"aoti_torch_dtype_int64\0", crate::ElementType::I64),
+            (b"aoti_torch_dtype_uint8\0", crate::ElementType::U8),
+            (b"aoti_torch_dtype_uint16\0", crate::ElementType::U16),
+            (b"aoti_torch_dtype_uint32\0", crate::ElementType::U32),
+            (b"aoti_torch_dtype_uint64\0", crate::ElementType::U64),
+            (b"aoti_torch_dtype_float32\0", crate::ElementType::F32),
+            (b"aoti_torch_dtype_float64\0", crate::ElementType::F64),
+            (b"aoti_torch_dtype_float16\0", crate::ElementType::F16),
+            (b"aoti_torch_dtype_bfloat16\0", crate::ElementType::BF16),
+            (b"aoti_torch_dtype_complex64\0", crate::ElementType::C64),
+            (b"aoti_torch_dtype_complex128\0", crate::ElementType::C128),
+            (
+                b"aoti_torch_dtype_float8_e4m3fn\0",
+                crate::ElementType::F8E4M3FN,
+            ),
+            (
+                b"aoti_torch_dtype_float8_e5m2\0",
+                crate::ElementType::F8E5M2,
+            ),
+        ];
+        let mut dtypes = Vec::with_capacity(dtype_fns.len());
+        for (name, element) in dtype_fns {
+            // SAFETY: `int32_t aoti_torch_dtype_*(void)`, as the header declares them.
+            let f: unsafe extern "C" fn() -> i32 = *unsafe { lib.get(name) }
+                .map_err(|e| format!("{path} has no dtype function for {element}: {e}"))?;
+            // SAFETY: the function takes nothing and returns a constant.
+            dtypes.push((unsafe { f() }, element));
+        }
+        let cpu_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_cpu");
+        Ok(Api {
+            library_init_impl: sym!("aoti_torch_library_init_impl"),
+            library_impl: sym!("aoti_torch_library_impl"),
+            delete_tensor_object: sym!("aoti_torch_delete_tensor_object"),
+            get_data_ptr: sym!("aoti_torch_get_data_ptr"),
+            get_dim: sym!("aoti_torch_get_dim"),
+            get_sizes: sym!("aoti_torch_get_sizes"),
+            get_dtype: sym!("aoti_torch_get_dtype"),
+            is_contiguous: sym!("aoti_torch_is_contiguous"),
+            empty_strided: sym!("aoti_torch_empty_strided"),
+            copy_: sym!("aoti_torch_copy_"),
+            check: sym!("aoti_torch_check"),
+            dtypes,
+            // SAFETY: `int32_t aoti_torch_device_type_cpu(void)`, a constant.
+            cpu: unsafe { cpu_fn() },
+            meta: DEVICE_META,
+            _lib: lib,
+        })
+    }
+
+    /// The customop element type of torch dtype `code`.
+    pub(crate) fn element_of(&self, code: i32) -> Option<crate::ElementType> {
+        self.dtypes.iter().find(|d| d.0 == code).map(|d| d.1)
+    }
+
+    /// torch's dtype code of `element`.
+    pub(crate) fn dtype_of(&self, element: crate::ElementType) -> Option<i32> {
+        self.dtypes.iter().find(|d| d.1 == element).map(|d| d.0)
+    }
+}

@@ -1,0 +1,619 @@
+//! One call of a native kernel: the torch dispatcher's boxed stack in, the op's handler run on
+//! a call frame over the tensors' memory (the checks of an XLA call, the same refusal codes),
+//! new tensors out.
+//!
+//! Ownership, as torch 2.9's boxed wrapper defines it: every tensor argument arrives as a new
+//! `AtenTensorHandle` the kernel owns and deletes; every tensor result is a new handle the
+//! wrapper takes over. `Owned` deletes what the kernel holds on every path.
+
+use super::api::{Api, Tensor};
+use crate::ffi::abi::{
+    XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
+};
+use crate::ffi::eager::{CallAttr, CallTensor, call_handler};
+use crate::plan::{OutputShape, ParamSlot, Plan, ResultDtype, ResultPlan, ShapeEnv};
+use crate::registry::HandlerFn;
+use crate::schema::{AttrType, OpSchema, ParamKind, one_of};
+use crate::types::ElementType;
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use customop_shape::EvalError;
+
+/// An op registered with torch: what its kernels need.
+#[derive(Debug)]
+pub(crate) struct NativeOp {
+    pub schema: &'static OpSchema,
+    pub plan: Plan,
+    pub handler: HandlerFn,
+    pub api: &'static Api,
+}
+
+/// Why a call failed: the torch exception's message. The prefix lets `customop.torch` raise
+/// it as `KernelError` (with the code) or `SchemaError`.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The handler refused, or the kernel failed: XLA's error code and the handler's message.
+    Kernel(i32, String),
+    /// The call does not fit the op's schema before the handler runs (an attribute out of its
+    /// type's range, an output shape with no value).
+    Schema(String),
+}
+
+impl Failure {
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Failure::Kernel(code, m) => format!("customop[kernel:{code}] {m}"),
+            Failure::Schema(m) => format!("customop[schema] {m}"),
+        }
+    }
+}
+
+/// Tensor handles the kernel owns, deleted on drop.
+struct Owned<'a> {
+    api: &'a Api,
+    handles: Vec<Tensor>,
+}
+
+impl Owned<'_> {
+    fn keep(&mut self, t: Tensor) -> Tensor {
+        self.handles.push(t);
+        t
+    }
+}
+
+impl Drop for Owned<'_> {
+    fn drop(&mut self) {
+        for h in self.handles.drain(..) {
+            if !h.is_null() {
+                // SAFETY: each handle is one this kernel owns (an argument torch handed over,
+                // or a tensor it made), deleted once: `drain` empties the list.
+                unsafe { (self.api.delete_tensor_object)(h) };
+            }
+        }
+    }
+}
+
+/// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, since
+/// torch 2.9 passes no strings or lists to a boxed kernel, string, descriptor and array
+/// attributes (as 1-D tensors: bytes, int64 or float64; see `customop.torch`).
+pub(crate) fn carried_as_tensor(kind: &ParamKind) -> bool {
+    match kind {
+        ParamKind::Tensor { .. } | ParamKind::External { .. } => true,
+        ParamKind::Attribute { ty } => !matches!(ty, AttrType::Bool | AttrType::Scalar { .. }),
+    }
+}
+
+fn torch_failed(call: &str) -> Failure {
+    Failure::Kernel(13, format!("torch's `{call}` failed"))
+}
+
+macro_rules! torch {
+    ($api:expr, $f:ident($($a:expr),*)) => {
+        // SAFETY: the arguments are live handles this kernel holds and out-pointers to
+        // locals, as the shim function's declaration says.
+        if unsafe { ($api.$f)($($a),*) } != 0 {
+            return Err(torch_failed(concat!("aoti_torch_", stringify!($f))));
+        }
+    };
+}
+
+/// A tensor as the handler sees it.
+struct View {
+    /// The (contiguous) tensor whose memory the handler reads.
+    handle: Tensor,
+    /// The argument itself (a `&mut` external's new bytes are copied back into it).
+    original: Tensor,
+    contiguous: bool,
+    dtype: i32,
+    element: Option<ElementType>,
+    dims: Vec<i64>,
+    data: *mut c_void,
+}
+
+impl View {
+    fn nbytes(&self) -> usize {
+        let n: i64 = self.dims.iter().product();
+        usize::try_from(n).unwrap_or(0) * self.element.map_or(0, ElementType::byte_size)
+    }
+}
+
+/// Reads tensor `h` (making a contiguous copy on the CPU when it is not contiguous).
+fn view(api: &Api, owned: &mut Owned<'_>, h: Tensor, meta: bool) -> Result<View, Failure> {
+    let (mut dtype, mut dim, mut sizes, mut contiguous) = (0i32, 0i64, null_mut(), false);
+    torch!(api, get_dtype(h, &mut dtype));
+    torch!(api, get_dim(h, &mut dim));
+    torch!(api, get_sizes(h, &mut sizes));
+    torch!(api, is_contiguous(h, &mut contiguous));
+    let rank = usize::try_from(dim).map_err(|_| torch_failed("aoti_torch_get_dim"))?;
+    let dims = if rank == 0 || sizes.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `get_sizes` returns the tensor's `dim` sizes, borrowed while `h` lives.
+        unsafe { core::slice::from_raw_parts(sizes, rank) }.to_vec()
+    };
+    let mut handle = h;
+    if !contiguous && !meta {
+        let strides = contiguous_strides(&dims);
+        let mut copy = null_mut();
+        torch!(
+            api,
+            empty_strided(
+                dim,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                dtype,
+                api.cpu,
+                0,
+                &mut copy
+            )
+        );
+        handle = owned.keep(copy);
+        torch!(api, copy_(handle, h, 0));
+    }
+    let mut data = null_mut();
+    if !meta {
+        torch!(api, get_data_ptr(handle, &mut data));
+    }
+    Ok(View {
+        handle,
+        original: h,
+        contiguous,
+        dtype,
+        element: api.element_of(dtype),
+        dims,
+        data,
+    })
+}
+
+fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(dims[i + 1].max(1));
+    }
+    strides
+}
+
+/// An attribute's value as the handler receives it.
+enum Attr {
+    Scalar(ElementType, [u8; 8]),
+    Array(ElementType, Vec<u8>, usize),
+    Bytes(*const u8, usize),
+}
+
+struct Env<'a> {
+    dims: &'a [Vec<i64>],
+    ints: &'a [Option<i64>],
+    lens: &'a [Option<i64>],
+}
+
+impl ShapeEnv for Env<'_> {
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+        self.dims.get(operand).map(Vec::as_slice)
+    }
+    fn attr_int(&self, slot: usize, _: &str) -> Option<i64> {
+        self.ints.get(slot).copied().flatten()
+    }
+    fn attr_len(&self, slot: usize, _: &str) -> Option<i64> {
+        self.lens.get(slot).copied().flatten()
+    }
+}
+
+/// `v` as a scalar of integer type `t`, if it fits.
+fn int_bytes(t: ElementType, v: i64) -> Option<[u8; 8]> {
+    let mut b = [0u8; 8];
+    macro_rules! put {
+        ($ty:ty) => {{
+            let x = <$ty>::try_from(v).ok()?.to_ne_bytes();
+            b[..x.len()].copy_from_slice(&x);
+        }};
+    }
+    match t {
+        ElementType::I8 => put!(i8),
+        ElementType::I16 => put!(i16),
+        ElementType::I32 => put!(i32),
+        ElementType::I64 => put!(i64),
+        ElementType::U8 => put!(u8),
+        ElementType::U16 => put!(u16),
+        ElementType::U32 => put!(u32),
+        ElementType::U64 => put!(u64),
+        _ => return None,
+    }
+    Some(b)
+}
+
+fn float_bytes(t: ElementType, v: f64) -> Option<[u8; 8]> {
+    let mut b = [0u8; 8];
+    match t {
+        #[allow(clippy::cast_possible_truncation)]
+        ElementType::F32 => b[..4].copy_from_slice(&(v as f32).to_ne_bytes()),
+        ElementType::F64 => b.copy_from_slice(&v.to_ne_bytes()),
+        _ => return None,
+    }
+    Some(b)
+}
+
+fn range_text(t: ElementType) -> String {
+    match t {
+        ElementType::I8 => format!("{}..{}", i8::MIN, i8::MAX),
+        ElementType::I16 => format!("{}..{}", i16::MIN, i16::MAX),
+        ElementType::I32 => format!("{}..{}", i32::MIN, i32::MAX),
+        ElementType::U8 => format!("0..{}", u8::MAX),
+        ElementType::U16 => format!("0..{}", u16::MAX),
+        ElementType::U32 => format!("0..{}", u32::MAX),
+        ElementType::U64 => format!("0..{}", u64::MAX),
+        _ => format!("{}..{}", i64::MIN, i64::MAX),
+    }
+}
+
+/// Runs one call. `stack` holds `max(n_args, n_outs)` entries.
+///
+/// # Safety
+/// `stack` is torch's boxed stack for this op's schema (as `NativeOp` was registered for):
+/// `n_args` arguments, room for `n_outs` results.
+pub(crate) unsafe fn run(
+    op: &NativeOp,
+    meta: bool,
+    stack: *mut u64,
+    n_args: u64,
+    n_outs: u64,
+) -> Result<(), Failure> {
+    let api = op.api;
+    let schema = op.schema;
+    let params = &schema.params;
+    let (Ok(n_args), Ok(n_outs)) = (usize::try_from(n_args), usize::try_from(n_outs)) else {
+        return Err(Failure::Schema(format!("{}: bad stack", schema.name)));
+    };
+    if n_args != params.len() || stack.is_null() {
+        return Err(Failure::Schema(format!(
+            "{}: called with {n_args} arguments; its schema has {}",
+            schema.name,
+            params.len()
+        )));
+    }
+    // SAFETY: torch's boxed wrapper passes a stack of max(n_args, n_outs) entries (the
+    // function's contract).
+    let stack = unsafe { core::slice::from_raw_parts_mut(stack, n_args.max(n_outs)) };
+    let mut owned = Owned {
+        api,
+        handles: Vec::with_capacity(n_args + schema.results.len() + 2),
+    };
+    // Take every tensor argument first: each is deleted whatever happens next.
+    let mut args: Vec<Tensor> = Vec::with_capacity(n_args);
+    for (p, v) in params.iter().zip(stack.iter()) {
+        if carried_as_tensor(&p.kind) {
+            args.push(owned.keep(*v as usize as Tensor));
+        }
+    }
+    let plan = &op.plan;
+    let n_attrs = plan
+        .params
+        .iter()
+        .filter(|s| matches!(s, ParamSlot::Attribute(_)))
+        .count();
+    let mut operands: Vec<View> = Vec::with_capacity(plan.operand_params.len());
+    let mut attrs: Vec<(&str, Attr)> = Vec::with_capacity(n_attrs);
+    let mut ints: Vec<Option<i64>> = vec![None; n_attrs];
+    let mut lens: Vec<Option<i64>> = vec![None; n_attrs];
+    let mut next_tensor = args.iter().copied();
+    for (i, p) in params.iter().enumerate() {
+        let what =
+            |msg: String| Failure::Schema(format!("{}: attribute `{}` {msg}", schema.name, p.name));
+        match &p.kind {
+            ParamKind::Tensor { .. } | ParamKind::External { .. } => {
+                let h = next_tensor.next().unwrap_or(null_mut());
+                let mut v = view(api, &mut owned, h, meta)?;
+                if matches!(p.kind, ParamKind::External { .. })
+                    && matches!(v.element, Some(ElementType::I8))
+                {
+                    // An int8 buffer of descriptor bytes is read as the bytes it holds.
+                    v.element = Some(ElementType::U8);
+                }
+                if v.element.is_none() {
+                    return Err(Failure::Kernel(
+                        3,
+                        format!(
+                            "custom op `{}` [wrong_dtype]: `{}` has torch dtype code {}, which \
+                             is no customop element type",
+                            schema.name, p.name, v.dtype
+                        ),
+                    ));
+                }
+                operands.push(v);
+            }
+            ParamKind::Attribute { ty } => {
+                let slot = match plan.params[i] {
+                    ParamSlot::Attribute(a) => a,
+                    ParamSlot::Operand(_) => continue,
+                };
+                let raw = stack[i];
+                let value = match ty {
+                    AttrType::Bool => Attr::Scalar(ElementType::Bool, {
+                        let mut b = [0u8; 8];
+                        b[0] = u8::from(raw & 0xff != 0);
+                        b
+                    }),
+                    AttrType::Scalar { dtype } if dtype.is_float() => {
+                        let v = f64::from_bits(raw);
+                        Attr::Scalar(
+                            *dtype,
+                            float_bytes(*dtype, v).ok_or_else(|| {
+                                what(format!("is {dtype}, which no call carries"))
+                            })?,
+                        )
+                    }
+                    AttrType::Scalar { dtype } => {
+                        let v = raw as i64;
+                        ints[slot] = Some(v);
+                        Attr::Scalar(
+                            *dtype,
+                            int_bytes(*dtype, v).ok_or_else(|| {
+                                what(format!(
+                                    "is {dtype}: {v} is out of range {}",
+                                    range_text(*dtype)
+                                ))
+                            })?,
+                        )
+                    }
+                    AttrType::Array { dtype } => {
+                        let h = next_tensor.next().unwrap_or(null_mut());
+                        let v = view(api, &mut owned, h, meta)?;
+                        let n = v.dims.iter().product::<i64>();
+                        let n = usize::try_from(n).unwrap_or(0);
+                        lens[slot] = i64::try_from(n).ok();
+                        let mut bytes = Vec::with_capacity(n * dtype.byte_size());
+                        if !meta {
+                            for k in 0..n {
+                                let cell = match v.element {
+                                    Some(ElementType::I64) if !dtype.is_float() => {
+                                        // SAFETY: a contiguous int64 tensor of `n` elements.
+                                        let x = unsafe { *v.data.cast::<i64>().add(k) };
+                                        int_bytes(*dtype, x).ok_or_else(|| {
+                                            what(format!(
+                                                "is {dtype}[]: {x} is out of range {}",
+                                                range_text(*dtype)
+                                            ))
+                                        })?
+                                    }
+                                    Some(ElementType::F64) if dtype.is_float() => {
+                                        // SAFETY: a contiguous float64 tensor of `n` elements.
+                                        let x = unsafe { *v.data.cast::<f64>().add(k) };
+                                        float_bytes(*dtype, x).ok_or_else(|| {
+                                            what(format!("is {dtype}[], which no call carries"))
+                                        })?
+                                    }
+                                    _ => {
+                                        return Err(what(
+                                            "arrives as a tensor of another type than the \
+                                             native convention's (int64 or float64)"
+                                                .to_string(),
+                                        ));
+                                    }
+                                };
+                                bytes.extend_from_slice(&cell[..dtype.byte_size()]);
+                            }
+                        }
+                        Attr::Array(*dtype, bytes, n)
+                    }
+                    AttrType::Str | AttrType::Descriptor { .. } => {
+                        let h = next_tensor.next().unwrap_or(null_mut());
+                        let v = view(api, &mut owned, h, meta)?;
+                        if !matches!(v.element, Some(ElementType::U8)) || v.dims.len() != 1 {
+                            return Err(what(
+                                "arrives as a tensor other than the native convention's 1-D \
+                                 uint8 bytes"
+                                    .to_string(),
+                            ));
+                        }
+                        Attr::Bytes(v.data.cast_const().cast(), v.nbytes())
+                    }
+                };
+                attrs.push((p.name.as_str(), value));
+            }
+        }
+    }
+
+    // A generic op's type parameters, checked as the Python path checks them.
+    for var in &plan.dtype_vars {
+        let mut first: Option<(usize, ElementType)> = None;
+        for &o in &var.operands {
+            let (Some(e), Some(&pi)) = (
+                operands.get(o).and_then(|v| v.element),
+                plan.operand_params.get(o),
+            ) else {
+                continue;
+            };
+            let name = &params[pi].name;
+            if !var.allowed.contains(&e) {
+                return Err(Failure::Schema(format!(
+                    "{}: parameter `{name}` takes a tensor of {} ({}), got {e}",
+                    schema.name,
+                    var.name,
+                    one_of(&var.allowed)
+                )));
+            }
+            match first {
+                None => first = Some((pi, e)),
+                Some((fp, fe)) if fe != e => {
+                    return Err(Failure::Schema(format!(
+                        "{}: `{}` is {fe} and `{name}` is {e}, but both are `{}`: one type per \
+                         call",
+                        schema.name, params[fp].name, var.name
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    // The outputs, from the plan.
+    let dims: Vec<Vec<i64>> = operands.iter().map(|v| v.dims.clone()).collect();
+    let env = Env {
+        dims: &dims,
+        ints: &ints,
+        lens: &lens,
+    };
+    let device = if meta { api.meta } else { api.cpu };
+    let mut results: Vec<View> = Vec::with_capacity(plan.results.len());
+    for (r, rp) in schema.results.iter().zip(&plan.results) {
+        let (element, shape, dtype) = match rp {
+            ResultPlan::Tensor { element, shape } => {
+                let e = match element {
+                    ResultDtype::Fixed(e) => *e,
+                    ResultDtype::Of(o) => operands
+                        .get(*o)
+                        .and_then(|v| v.element)
+                        .unwrap_or(ElementType::U8),
+                };
+                let dims = shape.eval(&env).map_err(|(d, e)| {
+                    // Worded as the Python path words it.
+                    let rule = match shape {
+                        OutputShape::Dims(rules) => rules.get(d).map(ToString::to_string),
+                        OutputShape::Of(_) => None,
+                    }
+                    .unwrap_or_default();
+                    let why = match e {
+                        EvalError::NotASize(v) => format!("it is {v}, not a size"),
+                        e => e.to_string(),
+                    };
+                    Failure::Schema(format!(
+                        "{}: output `{}`: dimension {d}, `{rule}`: {why}",
+                        schema.name, r.name
+                    ))
+                })?;
+                let dtype = api.dtype_of(e).ok_or_else(|| {
+                    Failure::Schema(format!("{}: torch has no dtype for {e}", schema.name))
+                })?;
+                (e, dims, dtype)
+            }
+            ResultPlan::Opaque { size: Some(n) } => (
+                ElementType::U8,
+                vec![i64::try_from(*n).unwrap_or(i64::MAX)],
+                api.dtype_of(ElementType::U8).unwrap_or(0),
+            ),
+            ResultPlan::Opaque { size: None } => {
+                return Err(Failure::Schema(format!(
+                    "{}: output `{}` is a descriptor with tails, which has no fixed size",
+                    schema.name, r.name
+                )));
+            }
+            ResultPlan::Updated { operand } => {
+                let v = operands.get(*operand).ok_or_else(|| {
+                    Failure::Schema(format!("{}: no operand {operand}", schema.name))
+                })?;
+                (ElementType::U8, v.dims.clone(), v.dtype)
+            }
+        };
+        let strides = contiguous_strides(&shape);
+        let rank = i64::try_from(shape.len()).unwrap_or(0);
+        let mut out = null_mut();
+        torch!(
+            api,
+            empty_strided(
+                rank,
+                shape.as_ptr(),
+                strides.as_ptr(),
+                dtype,
+                device,
+                0,
+                &mut out
+            )
+        );
+        owned.keep(out);
+        let mut data = null_mut();
+        if !meta {
+            torch!(api, get_data_ptr(out, &mut data));
+        }
+        results.push(View {
+            handle: out,
+            original: out,
+            contiguous: true,
+            dtype,
+            element: Some(element),
+            dims: shape,
+            data,
+        });
+    }
+
+    if !meta {
+        let tensor = |v: &View| CallTensor {
+            dtype: v.element.map_or(0, |e| e.xla_code() as i32),
+            data: v.data,
+            rank: i64::try_from(v.dims.len()).unwrap_or(0),
+            dims: v.dims.as_ptr(),
+        };
+        let call_args: Vec<CallTensor> = operands.iter().map(tensor).collect();
+        let call_rets: Vec<CallTensor> = results.iter().map(tensor).collect();
+        let call_attrs: Vec<CallAttr> = attrs
+            .iter()
+            .map(|(name, a)| {
+                let (kind, dtype, data, len) = match a {
+                    Attr::Scalar(t, b) => (
+                        XLA_FFI_ATTR_TYPE_SCALAR,
+                        t.xla_code() as i32,
+                        b.as_ptr().cast::<c_void>(),
+                        1,
+                    ),
+                    Attr::Array(t, b, n) => (
+                        XLA_FFI_ATTR_TYPE_ARRAY,
+                        t.xla_code() as i32,
+                        b.as_ptr().cast::<c_void>(),
+                        *n,
+                    ),
+                    Attr::Bytes(p, n) => (XLA_FFI_ATTR_TYPE_STRING, 0, p.cast::<c_void>(), *n),
+                };
+                CallAttr {
+                    name: name.as_ptr().cast(),
+                    name_len: name.len(),
+                    kind,
+                    dtype,
+                    data,
+                    len,
+                }
+            })
+            .collect();
+        // SAFETY: every tensor's data is the live, contiguous memory of a handle held in
+        // `owned` (results freshly allocated, writable), with `dims` owned by its view; the
+        // attributes point into `attrs` and tensors held alike; all outlive the call.
+        unsafe { call_handler(op.handler, &call_args, &call_rets, &call_attrs) }
+            .map_err(|(code, m)| Failure::Kernel(code, String::from_utf8_lossy(&m).into_owned()))?;
+        // A `&mut` external's new bytes go back into the caller's tensor.
+        for (ri, o) in &plan.aliases {
+            let (Some(r), Some(v)) = (results.get(*ri), operands.get(*o)) else {
+                continue;
+            };
+            if v.contiguous {
+                let n = v.nbytes().min(r.nbytes());
+                if n > 0 {
+                    // SAFETY: both are live contiguous tensors of at least `n` bytes, distinct
+                    // allocations (the result is fresh).
+                    unsafe {
+                        core::ptr::copy_nonoverlapping(r.data.cast::<u8>(), v.data.cast::<u8>(), n)
+                    };
+                }
+            } else {
+                torch!(api, copy_(v.original, r.handle, 0));
+            }
+        }
+    }
+
+    // Hand the returned results to torch: their handles leave `owned`.
+    let returned: Vec<Tensor> = plan
+        .results
+        .iter()
+        .zip(&results)
+        .filter(|(rp, _)| !matches!(rp, ResultPlan::Updated { .. }))
+        .map(|(_, v)| v.handle)
+        .collect();
+    if returned.len() != n_outs {
+        return Err(Failure::Schema(format!(
+            "{}: torch expects {n_outs} results; the op returns {}",
+            schema.name,
+            returned.len()
+        )));
+    }
+    for (slot, h) in stack.iter_mut().zip(&returned) {
+        *slot = *h as usize as u64;
+    }
+    owned.handles.retain(|h| !returned.contains(h));
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! Native torch kernels: every kernel cdylib can register its ops' CPU and Meta kernels in
+//! torch's dispatcher through torch's stable C ABI (`customop_torch_register`, which
+//! `customop.torch.load` calls), so that an eager call from torch runs the op's handler with
+//! no Python in between.
+//!
+//! The cdylib does not link torch: the functions are looked up at registration in the
+//! `libtorch_cpu` the process has already loaded (`api`). A boxed kernel receives no context
+//! pointer, so each registration takes one of a fixed table of kernel functions (`SLOTS`
+//! entries, one per op and dispatch key), each of which reads its op from its slot.
+
+mod api;
+mod kernel;
+
+use crate::ffi::eager::copy_message;
+use api::{Api, BoxedKernel, LibraryHandle};
+use core::ffi::{CStr, c_char};
+use kernel::NativeOp;
+use std::sync::{Mutex, OnceLock};
+
+/// How many kernels a process can register (two per op: CPU and Meta).
+const SLOTS: usize = 1024;
+
+struct Slot {
+    op: NativeOp,
+    meta: bool,
+}
+
+static TABLE: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+
+/// The state registration changes: the next free slot, the torch libraries made (kept for
+/// the life of the process: deleting one unregisters its kernels), the ops registered.
+struct Registrations {
+    next: usize,
+    libraries: Vec<usize>,
+    done: Vec<String>,
+}
+
+fn registrations() -> &'static Mutex<Registrations> {
+    static R: Mutex<Registrations> = Mutex::new(Registrations {
+        next: 0,
+        libraries: Vec::new(),
+        done: Vec::new(),
+    });
+    &R
+}
+
+fn api(libtorch: &str) -> Result<&'static Api, String> {
+    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    API.get_or_init(|| Api::resolve(libtorch))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The kernel in slot `I`.
+///
+/// # Safety
+/// Called by torch's dispatcher with the boxed stack of the op the slot was registered for.
+unsafe extern "C-unwind" fn slot_kernel<const I: usize>(stack: *mut u64, n_args: u64, n_outs: u64) {
+    // SAFETY: torch calls this kernel as registered (this function's contract).
+    unsafe { dispatch(I, stack, n_args, n_outs) }
+}
+
+/// Runs the op of slot `i`; on failure raises the torch exception (`aoti_torch_check`), after
+/// every handle the kernel held is released.
+///
+/// # Safety
+/// As [`slot_kernel`].
+unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
+    let Some(slot) = TABLE.get(i).and_then(OnceLock::get) else {
+        return;
+    };
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the stack is the one torch passes for this slot's op (the contract).
+        unsafe { kernel::run(&slot.op, slot.meta, stack, n_args, n_outs) }
+    }));
+    let message = match failed {
+        Ok(Ok(())) => return,
+        Ok(Err(f)) => f.text(),
+        Err(_) => format!(
+            "customop[kernel:13] custom op `{}` [kernel_panic]: the native torch glue panicked",
+            slot.op.schema.name
+        ),
+    };
+    let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: the strings are NUL-terminated and live through the call; `check(false, ..)`
+    // throws a c10::Error that unwinds through this `C-unwind` frame into torch, which owns
+    // nothing here any more (every handle was released by `run`).
+    unsafe {
+        (slot.op.api.check)(
+            false,
+            c"customop native kernel".as_ptr(),
+            c"customop/runtime/src/torch".as_ptr(),
+            0,
+            message.as_ptr(),
+        );
+    }
+}
+
+macro_rules! row {
+    ($r:literal) => {
+        [
+            slot_kernel::<{ $r * 16 }>,
+            slot_kernel::<{ $r * 16 + 1 }>,
+            slot_kernel::<{ $r * 16 + 2 }>,
+            slot_kernel::<{ $r * 16 + 3 }>,
+            slot_kernel::<{ $r * 16 + 4 }>,
+            slot_kernel::<{ $r * 16 + 5 }>,
+            slot_kernel::<{ $r * 16 + 6 }>,
+            slot_kernel::<{ $r * 16 + 7 }>,
+            slot_kernel::<{ $r * 16 + 8 }>,
+            slot_kernel::<{ $r * 16 + 9 }>,
+            slot_kernel::<{ $r * 16 + 10 }>,
+            slot_kernel::<{ $r * 16 + 11 }>,
+            slot_kernel::<{ $r * 16 + 12 }>,
+            slot_kernel::<{ $r * 16 + 13 }>,
+            slot_kernel::<{ $r * 16 + 14 }>,
+            slot_kernel::<{ $r * 16 + 15 }>,
+        ]
+    };
+}
+
+static KERNELS: [[BoxedKernel; 16]; SLOTS / 16] = [
+    row!(0),
+    row!(1),
+    row!(2),
+    row!(3),
+    row!(4),
+    row!(5),
+    row!(6),
+    row!(7),
+    row!(8),
+    row!(9),
+    row!(10),
+    row!(11),
+    row!(12),
+    row!(13),
+    row!(14),
+    row!(15),
+    row!(16),
+    row!(17),
+    row!(18),
+    row!(19),
+    row!(20),
+    row!(21),
+    row!(22),
+    row!(23),
+    row!(24),
+    row!(25),
+    row!(26),
+    row!(27),
+    row!(28),
+    row!(29),
+    row!(30),
+    row!(31),
+    row!(32),
+    row!(33),
+    row!(34),
+    row!(35),
+    row!(36),
+    row!(37),
+    row!(38),
+    row!(39),
+    row!(40),
+    row!(41),
+    row!(42),
+    row!(43),
+    row!(44),
+    row!(45),
+    row!(46),
+    row!(47),
+    row!(48),
+    row!(49),
+    row!(50),
+    row!(51),
+    row!(52),
+    row!(53),
+    row!(54),
+    row!(55),
+    row!(56),
+    row!(57),
+    row!(58),
+    row!(59),
+    row!(60),
+    row!(61),
+    row!(62),
+    row!(63),
+];
+
+fn c_str<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null strings passed to the entry points below are NUL-terminated (their
+    // contract).
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// Writes the native schema of op `op` (`ns::op`), named `name` (`ns::name`), into `out`
+/// (NUL-terminated): the schema `customop_torch_register` needs torch to have defined for
+/// `name`. Returns 0, or nonzero with the reason in `out`.
+///
+/// # Safety
+/// `op` and `name` are NUL-terminated; `out` is null or writable for `cap` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn customop_torch_native_schema(
+    op: *const c_char,
+    name: *const c_char,
+    out: *mut c_char,
+    cap: usize,
+) -> i32 {
+    let (Some(op), Some(name)) = (c_str(op), c_str(name)) else {
+        // SAFETY: `out` is null or writable for `cap` bytes (the contract).
+        return unsafe { copy_message(out, cap, 1, b"op and name must be UTF-8 C strings") };
+    };
+    let text = match crate::registry::find(op) {
+        Some(s) => s.native_schema_string(name),
+        None => {
+            let m = format!("this library has no op `{op}`");
+            // SAFETY: as above.
+            return unsafe { copy_message(out, cap, 1, m.as_bytes()) };
+        }
+    };
+    if text.len() >= cap {
+        // SAFETY: as above.
+        return unsafe { copy_message(out, cap, 1, b"buffer too small") };
+    }
+    // SAFETY: as above; `text` fits.
+    unsafe { copy_message(out, cap, 0, text.as_bytes()) }
+}
+
+/// Registers the native CPU and Meta kernels of op `op` (`ns::op`, an op of this library) for
+/// the torch op `name` (`ns::name`, whose schema torch must already have as
+/// `customop_torch_native_schema` gives it), using the torch functions of the already loaded
+/// `libtorch` (the path of `libtorch_cpu.so`). Returns 0, or nonzero with the reason in
+/// `message`. Registering the same `name` twice is refused.
+///
+/// # Safety
+/// The strings are NUL-terminated; `message` is null or writable for `cap` bytes. torch
+/// (2.9) is loaded in this process.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn customop_torch_register(
+    libtorch: *const c_char,
+    op: *const c_char,
+    name: *const c_char,
+    message: *mut c_char,
+    cap: usize,
+) -> i32 {
+    let result = register(c_str(libtorch), c_str(op), c_str(name));
+    match result {
+        Ok(()) => 0,
+        // SAFETY: `message` is null or writable for `cap` bytes (the contract).
+        Err(m) => unsafe { copy_message(message, cap, 1, m.as_bytes()) },
+    }
+}
+
+fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Result<(), String> {
+    let (Some(libtorch), Some(op), Some(name)) = (libtorch, op, name) else {
+        return Err("libtorch, op and name must be UTF-8 C strings".to_string());
+    };
+    let api = api(libtorch)?;
+    let schema =
+        crate::registry::find(op).ok_or_else(|| format!("this library has no op `{op}`"))?;
+    let handler = crate::registry::linked_handlers()
+        .into_iter()
+        .find(|(s, _)| s.name == op)
+        .map(|(_, h)| h)
+        .ok_or_else(|| format!("op `{op}` has no handler in this library"))?;
+    let plan = crate::plan::Plan::new(schema)?;
+    let (ns, short) = name
+        .split_once("::")
+        .ok_or_else(|| format!("`{name}` is not `namespace::op`"))?;
+    let mut reg = registrations().lock().unwrap_or_else(|e| e.into_inner());
+    if reg.done.iter().any(|d| d == name) {
+        return Err(format!(
+            "`{name}` already has native kernels in this process"
+        ));
+    }
+    if reg.next + 2 > SLOTS {
+        return Err(format!(
+            "more than {} ops registered natively in one process",
+            SLOTS / 2
+        ));
+    }
+    let c_ns = std::ffi::CString::new(ns).map_err(|e| e.to_string())?;
+    let c_short = std::ffi::CString::new(short).map_err(|e| e.to_string())?;
+    for (key, meta) in [(c"CPU", false), (c"Meta", true)] {
+        let i = reg.next;
+        let op = NativeOp {
+            schema,
+            plan: plan.clone(),
+            handler,
+            api,
+        };
+        if TABLE[i].set(Slot { op, meta }).is_err() {
+            return Err("slot taken twice".to_string());
+        }
+        reg.next += 1;
+        let mut lib: LibraryHandle = core::ptr::null_mut();
+        // SAFETY: NUL-terminated strings and an out-pointer, as the shim declares; torch is
+        // loaded (`api` resolved from it).
+        let status = unsafe {
+            (api.library_init_impl)(
+                c_ns.as_ptr(),
+                key.as_ptr(),
+                c"customop".as_ptr(),
+                0,
+                &mut lib,
+            )
+        };
+        if status != 0 || lib.is_null() {
+            return Err(format!("torch refused a library for `{ns}` ({key:?})"));
+        }
+        reg.libraries.push(lib as usize);
+        let kernel = KERNELS[i / 16][i % 16];
+        // SAFETY: a live library handle, a NUL-terminated op name, a kernel of the boxed
+        // signature.
+        let status = unsafe { (api.library_impl)(lib, c_short.as_ptr(), kernel) };
+        if status != 0 {
+            return Err(format!(
+                "torch refused the {key:?} kernel of `{name}` (is its schema defined?)"
+            ));
+        }
+    }
+    reg.done.push(name.to_string());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_slot_has_its_own_kernel() {
+        let mut seen = std::collections::HashSet::new();
+        for row in &KERNELS {
+            for k in row {
+                assert!(seen.insert(*k as usize));
+            }
+        }
+        assert_eq!(seen.len(), SLOTS);
+    }
+}

@@ -1,0 +1,201 @@
+"""customop.torch's native kernels (the default on torch 2.9): registered in torch's
+dispatcher by the kernel cdylib through torch's stable C ABI, with no Python between the
+dispatcher and the Rust handler. What only the native path has is tested here; every other
+torch test runs on both paths (scripts/test.sh runs them with CUSTOMOP_TORCH_NATIVE=1 and 0).
+
+Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
+     target/xla-venv/bin/python -m unittest tests/torch/test_native.py
+"""
+
+import gc
+import os
+import subprocess
+import tempfile
+import unittest
+from unittest import mock
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+import torch  # noqa: E402
+
+import customop.torch as ct  # noqa: E402
+from customop.schema import SchemaError, result_specs  # noqa: E402
+
+LIB = ct.load(os.environ["CUSTOMOP_KERNELS"])
+ops = torch.ops
+BLOB = LIB.pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 42,
+                                 "tag": b"customop seed!!!"})
+CFG = LIB.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5, "mode": "ScaleShift"})
+
+
+def registered_by(op: str, key: str) -> str:
+    """Where torch says op `op`'s kernel for dispatch key `key` was registered."""
+    for line in torch._C._dispatch_dump(op).splitlines():
+        if line.startswith(key + ":"):
+            return line
+    return ""
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Registration(unittest.TestCase):
+    def test_cpu_and_meta_kernels_are_the_cdylibs(self):
+        self.assertTrue(LIB.native)
+        for op in ("example::checked_sqrt", "my_custom_library::custom_op_external",
+                   "example::_native_rms_norm", "example::counter_step"):
+            for key in ("CPU", "Meta"):
+                self.assertIn("registered at customop:0", registered_by(op, key), (op, key))
+        # An op with a descriptor attribute: its public CPU kernel is the Python adapter.
+        self.assertIn("torch.py", registered_by("example::rms_norm", "CPU"))
+
+    def test_hidden_schema_carries_attributes_as_tensors(self):
+        schema = str(ops.example._native_rms_norm.default._schema)
+        self.assertEqual(schema, "example::_native_rms_norm(Tensor x, *, float eps, "
+                                 "Tensor cfg) -> Tensor")
+        schema = str(ops.example_lib._native_affine.default._schema)
+        self.assertIn("Tensor label, Tensor offsets", schema)
+
+    def test_other_torch_versions_are_refused_not_run_on_python(self):
+        with mock.patch.object(torch, "__version__", "2.10.0"):
+            with self.assertRaises(ct.NativeUnavailable) as cm:
+                ct.TorchLibrary(os.environ["CUSTOMOP_KERNELS"], native=True)
+        self.assertIn("torch >= 2.9, < 2.10", str(cm.exception))
+        self.assertIn("native=False", str(cm.exception))
+
+    def test_loading_again_with_the_other_path_is_refused(self):
+        with self.assertRaises(ValueError):
+            ct.load(os.environ["CUSTOMOP_KERNELS"], native=False)
+        self.assertIs(ct.load(os.environ["CUSTOMOP_KERNELS"]), LIB)
+
+
+class Calls(unittest.TestCase):
+    def test_non_contiguous_inputs_are_read_in_order(self):
+        x = torch.tensor([[4.0, 9.0, 16.0], [1.0, 25.0, 36.0]])
+        got = ops.example.checked_sqrt(x.t())
+        torch.testing.assert_close(got, x.t().contiguous().sqrt(), rtol=0, atol=0)
+        wide = torch.randn(8, 12)[:, ::3]
+        torch.testing.assert_close(ops.example.rms_norm_t(wide, eps=1e-5),
+                                   ops.example.rms_norm_t(wide.contiguous(), eps=1e-5))
+
+    def test_meta_kernel_computes_shapes_from_the_plan(self):
+        x = torch.empty(7, 9, device="meta")
+        y = ops.example.avg_pool(x, k=3, stride=2, pad=1)
+        (spec,) = result_specs(LIB.library.op("example::avg_pool").schema,
+                               {"x": (7, 9)}, {"k": 3, "stride": 2, "pad": 1})
+        self.assertEqual(y.device.type, "meta")
+        self.assertEqual(tuple(y.shape), tuple(spec.shape))
+        v, i = ops.example.top_k(torch.empty(10, device="meta"), k=4)
+        self.assertEqual((tuple(v.shape), i.dtype), ((4,), torch.int32))
+        with self.assertRaises(SchemaError) as cm:
+            ops.example.avg_pool(torch.empty(7, 9, device="meta"), k=30, stride=2, pad=1)
+        self.assertIn("not a size", str(cm.exception))
+
+    def test_errors_carry_the_code_under_inference_mode_too(self):
+        with self.assertRaises(ct.KernelError) as cm:
+            ops.example.checked_sqrt(torch.tensor([-1.0]))
+        self.assertEqual(cm.exception.code, 3)
+        # Under inference_mode no Python runs on the call: torch's RuntimeError carries it.
+        with torch.inference_mode(), self.assertRaises(RuntimeError) as cm:
+            ops.example.checked_sqrt(torch.tensor([-1.0]))
+        self.assertEqual(str(cm.exception).splitlines()[0],
+                         "customop[kernel:3] custom op `example::checked_sqrt` [kernel_error]: "
+                         "negative input -1")
+
+    def test_out_of_range_attribute_is_a_schema_error(self):
+        with self.assertRaises(SchemaError) as cm:
+            ops.example_lib.affine(torch.ones(1, 3), factor=1.5, label="l", offsets=[1],
+                                   flag=True, small=300)
+        self.assertIn("out of range", str(cm.exception))
+        with self.assertRaises(SchemaError) as cm:
+            ops.example_lib.affine(torch.ones(1, 3), factor=1.5, label="l", offsets=[1],
+                                   flag=True, small=-1)
+        self.assertIn("out of range", str(cm.exception))
+
+    def test_opcheck_passes(self):
+        x = torch.randn(4, 6)
+        cases = [
+            (ops.example.checked_sqrt.default, (x.abs() + 0.1,), {}),
+            (ops.example.rms_norm_t.default, (x,), {"eps": 1e-5}),
+            (ops.example.rms_norm.default, (x,), {"eps": 1e-5, "cfg": CFG}),
+            (ops.example.avg_pool.default, (torch.randn(7, 9),), {"k": 3, "stride": 2,
+                                                                      "pad": 1}),
+            (ops.my_custom_library.custom_op_external.default, (BLOB, torch.ones(3, 3)), {}),
+        ]
+        for op, args, kwargs in cases:
+            result = torch.library.opcheck(op, args, kwargs)
+            self.assertEqual(set(result.values()), {"SUCCESS"}, (op, result))
+
+
+class WithoutPython(unittest.TestCase):
+    def test_a_cpp_program_calls_an_op_by_name_through_the_dispatcher(self):
+        """libtorch from the torch wheel, no Python: tests/torch/cpp/call_by_name.cpp (g++,
+        which scripts/setup.sh installs; ~7 s to build)."""
+        root = os.path.dirname(torch.__file__)
+        source = os.path.join(os.path.dirname(__file__), "cpp", "call_by_name.cpp")
+        with tempfile.TemporaryDirectory() as tmp:
+            exe = os.path.join(tmp, "call_by_name")
+            subprocess.run(["g++", "-std=c++17", "-O0", "-I" + os.path.join(root, "include"),
+                            "-I" + os.path.join(root, "include", "torch", "csrc", "api",
+                                                "include"),
+                            source, "-o", exe, "-L" + os.path.join(root, "lib"), "-ltorch_cpu",
+                            "-lc10", "-ltorch", "-Wl,-rpath," + os.path.join(root, "lib"),
+                            "-ldl"], check=True)
+            out = subprocess.run([exe, os.environ["CUSTOMOP_KERNELS"],
+                                  os.path.join(root, "lib", "libtorch_cpu.so")],
+                                 check=True, capture_output=True, text=True,
+                                 env={"PATH": os.environ.get("PATH", "")}).stdout
+        self.assertEqual(out.splitlines(), [
+            "cpu: shape [2, 3], sum 12",
+            "meta: shape [5, 7] on meta",
+            "refused: customop[kernel:3] custom op `example::checked_sqrt` [kernel_error]: "
+            "negative input -1",
+        ])
+
+
+class Ownership(unittest.TestCase):
+    """Every handle a kernel receives or makes is released: memory stays flat over 100k calls,
+    successful and failing."""
+
+    def flat(self, call, n):
+        for _ in range(2000):
+            call()
+        gc.collect()
+        before = rss_mb()
+        for _ in range(n):
+            call()
+        gc.collect()
+        return rss_mb() - before
+
+    def test_rss_stays_flat_over_100k_calls(self):
+        x = torch.ones(3, 3)
+        with torch.inference_mode():
+            grown = self.flat(lambda: ops.my_custom_library.custom_op_external(BLOB, x),
+                              100_000)
+        # A leaked result (a 3-element tensor and its TensorImpl, ~300 bytes) per call would
+        # be ~30 MB.
+        self.assertLess(grown, 4.0)
+
+    def test_rss_stays_flat_over_failing_calls(self):
+        bad = torch.tensor([-1.0] * 64)
+        wrong = torch.ones(3, 3, dtype=torch.float64)
+
+        def fail():
+            for call in (lambda: ops.example.checked_sqrt(bad),
+                         lambda: ops.my_custom_library.custom_op_external(BLOB, wrong)):
+                try:
+                    call()
+                except RuntimeError:
+                    pass
+                else:
+                    raise AssertionError("the call did not fail")
+
+        with torch.inference_mode():
+            grown = self.flat(fail, 25_000)
+        self.assertLess(grown, 4.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
