@@ -488,6 +488,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::row_scale",
             "example::scale_bf16",
             "example::scale_f16",
+            "example::shift_by",
             "example::table_dot",
             "example::table_dot_copy",
             "example::top_k",

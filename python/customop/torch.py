@@ -352,16 +352,18 @@ def _adapter(sch: OpSchema, carried: dict[str, Any], native: Any) -> Callable[..
     cache: dict[tuple[str, Any], torch.Tensor] = {}
 
     def convert(param: Any, value: Any) -> torch.Tensor:
-        key = (param.name, tuple(value) if isinstance(value, list) else value)
+        # Floats by their bits (0.0 and -0.0 are equal as keys, not as attributes).
+        key = (param.name, tuple(v.hex() if isinstance(v, float) else v for v in value)
+               if isinstance(value, (list, tuple)) else value)
         t = cache.get(key)
         if t is None:
             if param.type.kind == "array":
                 t = torch.tensor(list(value), dtype=torch.float64 if param.type.dtype.is_float
-                                 else torch.int64)
+                                 else torch.int64, device="cpu")
             else:
                 data = attr_bytes(sch, param, value)
                 t = (torch.frombuffer(bytearray(data), dtype=torch.uint8) if data
-                     else torch.empty(0, dtype=torch.uint8))
+                     else torch.empty(0, dtype=torch.uint8, device="cpu"))
             if len(cache) >= 256:
                 cache.clear()
             cache[key] = t

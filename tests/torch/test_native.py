@@ -80,6 +80,17 @@ class Calls(unittest.TestCase):
         torch.testing.assert_close(ops.example.rms_norm_t(wide, eps=1e-5),
                                    ops.example.rms_norm_t(wide.contiguous(), eps=1e-5))
 
+    def test_an_attribute_declared_before_its_tensor(self):
+        # torch's stack has the tensor first, then the attribute after `*`.
+        self.assertEqual(str(ops.example.shift_by.default._schema),
+                         "example::shift_by(Tensor x, *, int k) -> Tensor")
+        x = torch.tensor([1.0, -2.0])
+        torch.testing.assert_close(ops.example.shift_by(x, k=3), x + 3, rtol=0, atol=0)
+        with torch.inference_mode():
+            torch.testing.assert_close(ops.example.shift_by(x, k=-1), x - 1, rtol=0, atol=0)
+        self.assertEqual(ops.example.shift_by(torch.empty(4, 2, device="meta"), k=1).shape,
+                         (4, 2))
+
     def test_meta_kernel_computes_shapes_from_the_plan(self):
         x = torch.empty(7, 9, device="meta")
         y = ops.example.avg_pool(x, k=3, stride=2, pad=1)

@@ -358,6 +358,10 @@ class EagerErrors(unittest.TestCase):
                                                      torch.ones(3, 3))
         self.assertIn("my_lib::Blob", str(cm.exception))
 
+    def test_attribute_declared_before_the_tensor(self):
+        x = torch.tensor([[1.0, 2.5], [-4.0, 0.0]])
+        torch.testing.assert_close(ops.example.shift_by(x, k=2), x + 2, rtol=0, atol=0)
+
     def test_wrong_element_type(self):
         with self.assertRaises(ct.KernelError) as cm:
             ops.my_custom_library.custom_op_external(blob(), torch.ones(3, 3, dtype=torch.float64))

@@ -532,6 +532,20 @@ pub fn add_offset(
     Ok(())
 }
 
+/// `y = x + k`, its attribute declared before its tensor: torch's schema puts attributes after
+/// `*`, so a native torch kernel finds `k` after `x` on its stack.
+#[custom_op(name = "example::shift_by")]
+pub fn shift_by(
+    #[attr] k: i64,
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = v + k as f32;
+    }
+    Ok(())
+}
+
 /// Weights that `apply_taps` cycles over: a 72-byte payload, 96 bytes packed.
 #[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
 #[descriptor(name = "example::Taps")]

@@ -40,8 +40,7 @@ pub(crate) struct Api {
     pub dtypes: Vec<(i32, crate::ElementType)>,
     /// `aoti_torch_device_type_cpu()`.
     pub cpu: i32,
-    /// The Meta device's type code (`c10::DeviceType::Meta`, which the header names no
-    /// function for).
+    /// `aoti_torch_device_type_meta()`.
     pub meta: i32,
     /// Keeps `libtorch_cpu` loaded (it is never unloaded while torch runs anyway).
     _lib: libloading::os::unix::Library,
@@ -49,9 +48,6 @@ pub(crate) struct Api {
 
 /// `RTLD_NOLOAD` (glibc): open only a library that is already loaded.
 const RTLD_NOLOAD: c_int = 4;
-
-/// `c10::DeviceType::Meta` (`c10/core/DeviceType.h`).
-const DEVICE_META: i32 = 14;
 
 impl Api {
     /// Resolves the functions from `libtorch_cpu` at `path`, which must already be loaded
@@ -108,6 +104,7 @@ impl Api {
             dtypes.push((unsafe { f() }, element));
         }
         let cpu_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_cpu");
+        let meta_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_meta");
         Ok(Api {
             library_init_impl: sym!("aoti_torch_library_init_impl"),
             library_impl: sym!("aoti_torch_library_impl"),
@@ -123,7 +120,8 @@ impl Api {
             dtypes,
             // SAFETY: `int32_t aoti_torch_device_type_cpu(void)`, a constant.
             cpu: unsafe { cpu_fn() },
-            meta: DEVICE_META,
+            // SAFETY: `int32_t aoti_torch_device_type_meta(void)`, a constant.
+            meta: unsafe { meta_fn() },
             _lib: lib,
         })
     }

@@ -103,7 +103,6 @@ struct View {
     handle: Tensor,
     /// The argument itself (a `&mut` external's new bytes are copied back into it).
     original: Tensor,
-    contiguous: bool,
     dtype: i32,
     element: Option<ElementType>,
     dims: Vec<i64>,
@@ -119,6 +118,9 @@ impl View {
 
 /// Reads tensor `h` (making a contiguous copy on the CPU when it is not contiguous).
 fn view(api: &Api, owned: &mut Owned<'_>, h: Tensor, meta: bool) -> Result<View, Failure> {
+    if h.is_null() {
+        return Err(Failure::Schema("a tensor argument is missing".to_string()));
+    }
     let (mut dtype, mut dim, mut sizes, mut contiguous) = (0i32, 0i64, null_mut(), false);
     torch!(api, get_dtype(h, &mut dtype));
     torch!(api, get_dim(h, &mut dim));
@@ -157,7 +159,6 @@ fn view(api: &Api, owned: &mut Owned<'_>, h: Tensor, meta: bool) -> Result<View,
     Ok(View {
         handle,
         original: h,
-        contiguous,
         dtype,
         element: api.element_of(dtype),
         dims,
@@ -176,7 +177,8 @@ fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
 /// An attribute's value as the handler receives it.
 enum Attr {
     Scalar(ElementType, [u8; 8]),
-    Array(ElementType, Vec<u8>, usize),
+    /// The elements, packed; `u64` cells keep the start aligned for any element type.
+    Array(ElementType, Vec<u64>, usize),
     Bytes(*const u8, usize),
 }
 
@@ -273,18 +275,36 @@ pub(crate) unsafe fn run(
     // SAFETY: torch's boxed wrapper passes a stack of max(n_args, n_outs) entries (the
     // function's contract).
     let stack = unsafe { core::slice::from_raw_parts_mut(stack, n_args.max(n_outs)) };
+    let plan = &op.plan;
     let mut owned = Owned {
         api,
         handles: Vec::with_capacity(n_args + schema.results.len() + 2),
     };
+    // torch's stack is in the torch schema's order: tensors and externals (in declaration
+    // order), then every attribute (after `*`).
+    let n_operands = plan.operand_params.len();
+    let at = |i: usize| match plan.params[i] {
+        ParamSlot::Operand(o) => o,
+        ParamSlot::Attribute(a) => n_operands + a,
+    };
     // Take every tensor argument first: each is deleted whatever happens next.
     let mut args: Vec<Tensor> = Vec::with_capacity(n_args);
-    for (p, v) in params.iter().zip(stack.iter()) {
+    for (i, p) in params.iter().enumerate() {
         if carried_as_tensor(&p.kind) {
-            args.push(owned.keep(*v as usize as Tensor));
+            args.push(owned.keep(stack[at(i)] as usize as Tensor));
         }
     }
-    let plan = &op.plan;
+    let returned_count = plan
+        .results
+        .iter()
+        .filter(|r| !matches!(r, ResultPlan::Updated { .. }))
+        .count();
+    if returned_count != n_outs {
+        return Err(Failure::Schema(format!(
+            "{}: torch expects {n_outs} results; the op returns {returned_count}",
+            schema.name
+        )));
+    }
     let n_attrs = plan
         .params
         .iter()
@@ -309,14 +329,10 @@ pub(crate) unsafe fn run(
                     v.element = Some(ElementType::U8);
                 }
                 if v.element.is_none() {
-                    return Err(Failure::Kernel(
-                        3,
-                        format!(
-                            "custom op `{}` [wrong_dtype]: `{}` has torch dtype code {}, which \
-                             is no customop element type",
-                            schema.name, p.name, v.dtype
-                        ),
-                    ));
+                    return Err(Failure::Schema(format!(
+                        "{}: operand `{}` is torch dtype code {}, which no customop kernel takes",
+                        schema.name, p.name, v.dtype
+                    )));
                 }
                 operands.push(v);
             }
@@ -325,7 +341,7 @@ pub(crate) unsafe fn run(
                     ParamSlot::Attribute(a) => a,
                     ParamSlot::Operand(_) => continue,
                 };
-                let raw = stack[i];
+                let raw = stack[at(i)];
                 let value = match ty {
                     AttrType::Bool => Attr::Scalar(ElementType::Bool, {
                         let mut b = [0u8; 8];
@@ -360,13 +376,15 @@ pub(crate) unsafe fn run(
                         let n = v.dims.iter().product::<i64>();
                         let n = usize::try_from(n).unwrap_or(0);
                         lens[slot] = i64::try_from(n).ok();
-                        let mut bytes = Vec::with_capacity(n * dtype.byte_size());
+                        let mut bytes: Vec<u8> = Vec::with_capacity(n * dtype.byte_size());
                         if !meta {
                             for k in 0..n {
                                 let cell = match v.element {
                                     Some(ElementType::I64) if !dtype.is_float() => {
-                                        // SAFETY: a contiguous int64 tensor of `n` elements.
-                                        let x = unsafe { *v.data.cast::<i64>().add(k) };
+                                        // SAFETY: a contiguous int64 tensor of `n` elements,
+                                        // read unaligned (a caller may pass any view).
+                                        let x =
+                                            unsafe { v.data.cast::<i64>().add(k).read_unaligned() };
                                         int_bytes(*dtype, x).ok_or_else(|| {
                                             what(format!(
                                                 "is {dtype}[]: {x} is out of range {}",
@@ -375,8 +393,10 @@ pub(crate) unsafe fn run(
                                         })?
                                     }
                                     Some(ElementType::F64) if dtype.is_float() => {
-                                        // SAFETY: a contiguous float64 tensor of `n` elements.
-                                        let x = unsafe { *v.data.cast::<f64>().add(k) };
+                                        // SAFETY: a contiguous float64 tensor of `n` elements,
+                                        // read unaligned.
+                                        let x =
+                                            unsafe { v.data.cast::<f64>().add(k).read_unaligned() };
                                         float_bytes(*dtype, x).ok_or_else(|| {
                                             what(format!("is {dtype}[], which no call carries"))
                                         })?
@@ -392,7 +412,13 @@ pub(crate) unsafe fn run(
                                 bytes.extend_from_slice(&cell[..dtype.byte_size()]);
                             }
                         }
-                        Attr::Array(*dtype, bytes, n)
+                        let mut cells = vec![0u64; bytes.len().div_ceil(8)];
+                        for (c, chunk) in cells.iter_mut().zip(bytes.chunks(8)) {
+                            let mut b = [0u8; 8];
+                            b[..chunk.len()].copy_from_slice(chunk);
+                            *c = u64::from_ne_bytes(b);
+                        }
+                        Attr::Array(*dtype, cells, n)
                     }
                     AttrType::Str | AttrType::Descriptor { .. } => {
                         let h = next_tensor.next().unwrap_or(null_mut());
@@ -526,7 +552,6 @@ pub(crate) unsafe fn run(
         results.push(View {
             handle: out,
             original: out,
-            contiguous: true,
             dtype,
             element: Some(element),
             dims: shape,
@@ -581,18 +606,8 @@ pub(crate) unsafe fn run(
             let (Some(r), Some(v)) = (results.get(*ri), operands.get(*o)) else {
                 continue;
             };
-            if v.contiguous {
-                let n = v.nbytes().min(r.nbytes());
-                if n > 0 {
-                    // SAFETY: both are live contiguous tensors of at least `n` bytes, distinct
-                    // allocations (the result is fresh).
-                    unsafe {
-                        core::ptr::copy_nonoverlapping(r.data.cast::<u8>(), v.data.cast::<u8>(), n)
-                    };
-                }
-            } else {
-                torch!(api, copy_(v.original, r.handle, 0));
-            }
+            // torch's copy, which bumps the tensor's version counter as an in-place op must.
+            torch!(api, copy_(v.original, r.handle, 0));
         }
     }
 
@@ -604,13 +619,6 @@ pub(crate) unsafe fn run(
         .filter(|(rp, _)| !matches!(rp, ResultPlan::Updated { .. }))
         .map(|(_, v)| v.handle)
         .collect();
-    if returned.len() != n_outs {
-        return Err(Failure::Schema(format!(
-            "{}: torch expects {n_outs} results; the op returns {}",
-            schema.name,
-            returned.len()
-        )));
-    }
     for (slot, h) in stack.iter_mut().zip(&returned) {
         *slot = *h as usize as u64;
     }

@@ -67,6 +67,8 @@ unsafe extern "C-unwind" fn slot_kernel<const I: usize>(stack: *mut u64, n_args:
 /// As [`slot_kernel`].
 unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
     let Some(slot) = TABLE.get(i).and_then(OnceLock::get) else {
+        // Unreachable (a kernel is registered only after its slot is set); no `check` can be
+        // called without the API, so leave the stack as it is.
         return;
     };
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -76,10 +78,15 @@ unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
     let message = match failed {
         Ok(Ok(())) => return,
         Ok(Err(f)) => f.text(),
-        Err(_) => format!(
-            "customop[kernel:13] custom op `{}` [kernel_panic]: the native torch glue panicked",
-            slot.op.schema.name
-        ),
+        Err(payload) => {
+            // Dropped here, not while torch's exception unwinds this frame.
+            drop(payload);
+            format!(
+                "customop[kernel:13] custom op `{}` [kernel_panic]: the native torch glue \
+                 panicked",
+                slot.op.schema.name
+            )
+        }
     };
     let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
     // SAFETY: the strings are NUL-terminated and live through the call; `check(false, ..)`
@@ -257,6 +264,14 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
     let (Some(libtorch), Some(op), Some(name)) = (libtorch, op, name) else {
         return Err("libtorch, op and name must be UTF-8 C strings".to_string());
     };
+    if cfg!(panic = "abort") {
+        // torch's error is a C++ exception unwinding through the kernel: with panic=abort,
+        // that aborts the process.
+        return Err(
+            "native torch kernels need a cdylib built with panic=unwind (load with native=False)"
+                .to_string(),
+        );
+    }
     let api = api(libtorch)?;
     let schema =
         crate::registry::find(op).ok_or_else(|| format!("this library has no op `{op}`"))?;
