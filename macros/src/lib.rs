@@ -140,6 +140,25 @@ mod snapshots {
     }
 
     #[test]
+    fn op_with_a_declared_backward() {
+        check(
+            "vjp_op",
+            crate::op::custom_op(
+                quote!(name = "nn::scale", vjp = scale_bwd),
+                quote! {
+                    pub fn scale(
+                        x: TensorRef<'_, f32>,
+                        #[attr] k: f32,
+                        #[out(shape = x)] mut y: TensorMut<'_, f32>,
+                    ) -> Result<(), OpError> {
+                        kernel(x, k, y)
+                    }
+                },
+            ),
+        );
+    }
+
+    #[test]
     fn descriptor_struct_and_enum() {
         let s: syn::DeriveInput = syn::parse_quote! {
             #[descriptor(name = "my_lib::Cfg")]

@@ -17,6 +17,7 @@ pub mod schema;
 pub mod tensor;
 mod torch;
 pub mod types;
+mod vjp;
 
 #[cfg(feature = "mlir")]
 pub mod lower;
@@ -116,6 +117,10 @@ pub mod __private {
     pub use crate::schema;
     pub use crate::tensor;
     pub use crate::types;
+    /// Declared gradients: the signatures and the pairing check.
+    pub mod vjp {
+        pub use crate::vjp::*;
+    }
     pub use core;
     pub use inventory;
     pub use std::boxed::Box;

@@ -29,7 +29,18 @@ pub fn op_schema(
         params,
         results,
         partition,
+        vjp: None,
     }
+}
+
+/// `schema` with its declared backward (the pairing was checked at compile time).
+pub fn with_vjp(
+    mut schema: OpSchema,
+    fwd: &crate::vjp::Signature,
+    bwd: &crate::vjp::Signature,
+) -> OpSchema {
+    schema.vjp = Some(crate::vjp::schema(fwd, bwd));
+    schema
 }
 
 /// A tensor input.

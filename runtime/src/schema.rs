@@ -24,6 +24,58 @@ pub struct OpSchema {
     pub results: Vec<ResultSchema>,
     /// How the op may be split across devices (`partition(...)`), if it says.
     pub partition: Option<PartitionRule>,
+    /// The op's declared backward (`vjp = op_bwd`): what it takes and returns, or `None` (the op
+    /// declares no gradient).
+    pub vjp: Option<VjpSchema>,
+}
+
+/// A forward op's backward op and what each of its parameters and outputs is (see
+/// `#[custom_op(vjp = ...)]`).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VjpSchema {
+    /// The backward op's name.
+    pub op: String,
+    /// The backward's inputs (tensors, externals and attributes), in its declaration order.
+    pub inputs: Vec<VjpInput>,
+    /// Its outputs: the gradients, each of one forward input.
+    pub gradients: Vec<VjpGradient>,
+}
+
+/// One input of a backward op.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VjpInput {
+    /// The backward's parameter.
+    pub param: String,
+    /// Where its value comes from.
+    pub source: ResidualSource,
+    /// The forward parameter or output it is (for a cotangent, the output).
+    pub of: String,
+}
+
+/// Where a backward op's input comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResidualSource {
+    /// A forward input (a tensor or an external), as given.
+    Input,
+    /// A forward attribute.
+    Attribute,
+    /// A forward output, as computed.
+    Output,
+    /// The cotangent of a forward output.
+    Cotangent,
+}
+
+/// One output of a backward op: the gradient of a forward input.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VjpGradient {
+    /// The backward's output.
+    pub result: String,
+    /// The forward input it is the gradient of.
+    pub of: String,
 }
 
 /// How an op may be split across devices: named factors, and for each tensor operand and result

@@ -74,6 +74,26 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
         TokenStream::new()
     };
     let symbol = handler_symbol(target);
+    // The signature the vjp pairing is checked with, and the check. Only without errors (the
+    // signature reads the parameters as modelled).
+    let signature = if emit_handler {
+        expand_signature(op, &p)
+    } else {
+        TokenStream::new()
+    };
+    let vjp_check = match (emit_handler, op.vjp) {
+        (true, Some(bwd)) => {
+            let bwd = in_companion(bwd);
+            respan(
+                quote!(const _: () = match #p::vjp::check(&signature(), &#bwd::signature()) {
+                    ::core::result::Result::Ok(()) => (),
+                    ::core::result::Result::Err(e) => ::core::panic!("{}", e.as_str()),
+                };),
+                bwd.span(),
+            )
+        }
+        _ => TokenStream::new(),
+    };
     let doc = format!(
         "Companion items of the custom op `{name}` (target `{target}`): its schema, its lowering and its XLA handler."
     );
@@ -95,6 +115,10 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
 
             #schema
 
+            #signature
+
+            #vjp_check
+
             #p::inventory::submit! {
                 #p::OpEntry {
                     schema,
@@ -105,6 +129,81 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
             #lowering
 
             #handler
+        }
+    }
+}
+
+/// A path of the user's, as written beside the function, resolved from inside the companion
+/// module (`self::x` → `super::x`, `super::x` → `super::super::x`; a plain name resolves
+/// through `use super::*`).
+fn in_companion(path: &syn::Path) -> syn::Path {
+    let mut path = path.clone();
+    if let Some(first) = path.segments.first_mut()
+        && first.ident == "self"
+    {
+        first.ident = Ident::new("super", first.ident.span());
+    } else if path.leading_colon.is_none()
+        && path.segments.first().is_some_and(|s| s.ident == "super")
+    {
+        let span = path.segments[0].ident.span();
+        path.segments
+            .insert(0, syn::PathSegment::from(Ident::new("super", span)));
+    }
+    path
+}
+
+/// The companion's `signature()`: what the vjp pairing is checked with (`vjp::check`).
+fn expand_signature(op: &Op<'_>, p: &TokenStream) -> TokenStream {
+    let v = quote!(#p::vjp);
+    let dtype = |ty: &syn::Type| match op.var_of(ty) {
+        Some(var) => {
+            let name = var.ident.to_string();
+            let types = var.types.iter().map(|t| element(p, t));
+            quote!(#v::SigDtype::Var(#name, &[#(#types),*]))
+        }
+        None => {
+            let e = element(p, ty);
+            quote!(#v::SigDtype::Fixed(#e))
+        }
+    };
+    let params = op.params.iter().filter_map(|prm| {
+        let name = prm.ident.to_string();
+        let (role, dt, shape_of, ty) = match &prm.kind {
+            Kind::Tensor { elem, .. } => (quote!(Input), dtype(elem.ty), String::new(), String::new()),
+            Kind::Output { elem, shape, .. } => {
+                let of = match shape {
+                    Some(ShapeRule::Of(src)) => src.to_string(),
+                    _ => String::new(),
+                };
+                (quote!(Output), dtype(elem.ty), of, String::new())
+            }
+            Kind::Attr(_) => {
+                let ty = prm.ty;
+                (quote!(Attr), quote!(#v::SigDtype::None), String::new(), quote!(#ty).to_string())
+            }
+            Kind::External { inner, mutable, .. } => {
+                let role = if *mutable { quote!(ExternalMut) } else { quote!(External) };
+                (role, quote!(#v::SigDtype::None), String::new(), quote!(#inner).to_string())
+            }
+            Kind::Invalid(..) => return None,
+        };
+        Some(quote! {
+            #v::ParamSig { name: #name, role: #v::Role::#role, dtype: #dt, shape_of: #shape_of, ty: #ty }
+        })
+    });
+    let opaque = matches!(op.ret, Ret::Opaque(_));
+    // A function under the same bounds as `definition`: a type that does not satisfy them is
+    // reported once, where a forward op's pairing check calls it.
+    let bounds = bounds(op, p);
+    quote! {
+        /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+        #[doc(hidden)]
+        pub const fn signature() -> #v::Signature #bounds {
+            #v::Signature {
+                name: NAME,
+                params: &[#(#params),*],
+                opaque_result: #opaque,
+            }
         }
     }
 }
@@ -346,21 +445,29 @@ fn expand_schema(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>], handler: boo
     } else {
         TokenStream::new()
     };
+    let schema_expr = quote!(#p::op_schema(
+        #name,
+        #target,
+        #api_version,
+        #side_effect,
+        ::core::convert::From::from([#(#params),*]),
+        ::core::convert::From::from([#(#res),*]),
+        #partition,
+    ));
+    let schema_expr = match (handler, op.vjp) {
+        (true, Some(bwd)) => {
+            let bwd = in_companion(bwd);
+            quote!(#p::with_vjp(#schema_expr, &signature(), &#bwd::signature()))
+        }
+        _ => schema_expr,
+    };
     quote! {
         /// The op's definition: its schema and the plan the runtime derives from it once (operand
         /// and result order, shape rules, aliases, partitioning), which the lowering and the
         /// handler both read.
         pub fn definition() -> &'static #p::OpDef #bounds {
             static DEF: #p::OnceLock<#p::OpDef> = #p::OnceLock::new();
-            DEF.get_or_init(|| #p::OpDef::new(#p::op_schema(
-                #name,
-                #target,
-                #api_version,
-                #side_effect,
-                ::core::convert::From::from([#(#params),*]),
-                ::core::convert::From::from([#(#res),*]),
-                #partition,
-            ))#with_handler)
+            DEF.get_or_init(|| #p::OpDef::new(#schema_expr)#with_handler)
         }
 
         /// The op's schema.

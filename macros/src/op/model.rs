@@ -29,6 +29,8 @@ pub(crate) struct Op<'a> {
     /// The function's type parameters, in declaration order, as indices into `dtype_vars`
     /// (only when every one is listed there: the handler's turbofish).
     pub(crate) generic_order: Vec<usize>,
+    /// `vjp = op_bwd`: the backward op's function path.
+    pub(crate) vjp: Option<&'a syn::Path>,
 }
 
 pub(crate) struct Param<'a> {
@@ -241,6 +243,7 @@ impl<'a> Op<'a> {
                         .position(|v| v.ident == t.ident)
                 })
                 .collect(),
+            vjp: options.vjp.as_ref(),
         }
     }
 

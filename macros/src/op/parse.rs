@@ -20,6 +20,9 @@ pub(crate) struct Options {
     pub(crate) krate: Option<syn::Path>,
     pub(crate) partition: Option<Partition>,
     pub(crate) dtypes: Option<Dtypes>,
+    /// `vjp = op_bwd`: the backward op (a path to its function, whose companion module it
+    /// names).
+    pub(crate) vjp: Option<syn::Path>,
     /// Where the attribute is, for "missing `name`".
     pub(crate) span: Option<Span>,
 }
@@ -132,7 +135,7 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
 }
 
 const OPTIONS: &str =
-    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`";
+    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`, `vjp`";
 
 /// Reads the options; a bad one is recorded and the others still read, so that a later `name`
 /// is not lost.
@@ -145,6 +148,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
     let mut krate = Attr::none("option", "crate");
     let mut partition_ = Attr::none("option", "partition");
     let mut dtypes_ = Attr::none("option", "dtypes");
+    let mut vjp = Attr::none("option", "vjp");
     options::parse_entries(cx, args, |cx, meta| {
         let p = &meta.path;
         let key = p.get_ident().map(ToString::to_string).unwrap_or_default();
@@ -176,6 +180,15 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
                 let v = dtypes(cx, &meta)?;
                 dtypes_.set(cx, p, v);
             }
+            "vjp" => {
+                let v: syn::Path = meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "`vjp` names the backward op's function: `vjp = my_op_bwd`",
+                    )
+                })?;
+                vjp.set(cx, p, v);
+            }
             _ => {
                 return Err(meta.error(format!(
                     "unknown option `{}`: expected one of: {OPTIONS}",
@@ -194,6 +207,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
         krate: krate.get(),
         partition: partition_.get(),
         dtypes: dtypes_.get(),
+        vjp: vjp.get(),
         span,
     }
 }

@@ -78,6 +78,54 @@ pub mod rms_norm {
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
+    /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+    #[doc(hidden)]
+    pub const fn signature() -> ::customop::__private::vjp::Signature
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> bf16: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+    {
+        ::customop::__private::vjp::Signature {
+            name: NAME,
+            params: &[
+                ::customop::__private::vjp::ParamSig {
+                    name: "x",
+                    role: ::customop::__private::vjp::Role::Input,
+                    dtype: ::customop::__private::vjp::SigDtype::Var(
+                        "T",
+                        &[
+                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ],
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "eps",
+                    role: ::customop::__private::vjp::Role::Attr,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "f32",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "y",
+                    role: ::customop::__private::vjp::Role::Output,
+                    dtype: ::customop::__private::vjp::SigDtype::Var(
+                        "T",
+                        &[
+                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        ],
+                    ),
+                    shape_of: "x",
+                    ty: "",
+                },
+            ],
+            opaque_result: false,
+        }
+    }
     ::customop::__private::inventory::submit! {
         ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }

@@ -55,6 +55,29 @@ pub mod make_stats {
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
+    /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+    #[doc(hidden)]
+    pub const fn signature() -> ::customop::__private::vjp::Signature
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> Stats: ::customop::__private::descriptor::Descriptor,
+    {
+        ::customop::__private::vjp::Signature {
+            name: NAME,
+            params: &[
+                ::customop::__private::vjp::ParamSig {
+                    name: "x",
+                    role: ::customop::__private::vjp::Role::Input,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+            ],
+            opaque_result: true,
+        }
+    }
     ::customop::__private::inventory::submit! {
         ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }

@@ -83,6 +83,46 @@ pub mod custom_op_external {
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
+    /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+    #[doc(hidden)]
+    pub const fn signature() -> ::customop::__private::vjp::Signature
+    where
+        for<'__f> Blob: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> i8: ::customop::__private::types::Element,
+    {
+        ::customop::__private::vjp::Signature {
+            name: NAME,
+            params: &[
+                ::customop::__private::vjp::ParamSig {
+                    name: "blob",
+                    role: ::customop::__private::vjp::Role::External,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "Blob",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "x",
+                    role: ::customop::__private::vjp::Role::Input,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "y",
+                    role: ::customop::__private::vjp::Role::Output,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+            ],
+            opaque_result: false,
+        }
+    }
     ::customop::__private::inventory::submit! {
         ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }

@@ -93,6 +93,69 @@ pub mod step {
     pub fn schema_string() -> ::customop::__private::String {
         schema().schema_string()
     }
+    /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+    #[doc(hidden)]
+    pub const fn signature() -> ::customop::__private::vjp::Signature
+    where
+        for<'__f> Counter: ::customop::__private::descriptor::Descriptor,
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+        for<'__f> str: ::customop::__private::ffi::AttrRef<'__f>,
+        for<'__f> Cfg: ::customop::__private::ffi::AttrRef<'__f>,
+    {
+        ::customop::__private::vjp::Signature {
+            name: NAME,
+            params: &[
+                ::customop::__private::vjp::ParamSig {
+                    name: "state",
+                    role: ::customop::__private::vjp::Role::ExternalMut,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "Counter",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "x",
+                    role: ::customop::__private::vjp::Role::Input,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "y",
+                    role: ::customop::__private::vjp::Role::Output,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "x",
+                    ty: "",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "eps",
+                    role: ::customop::__private::vjp::Role::Attr,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "f32",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "label",
+                    role: ::customop::__private::vjp::Role::Attr,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "& str",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "cfg",
+                    role: ::customop::__private::vjp::Role::Attr,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "& Cfg",
+                },
+            ],
+            opaque_result: false,
+        }
+    }
     ::customop::__private::inventory::submit! {
         ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
     }

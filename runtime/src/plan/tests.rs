@@ -57,6 +57,7 @@ fn schema(params: Vec<ParamSchema>, results: Vec<ResultSchema>) -> OpSchema {
         params,
         results,
         partition: None,
+        vjp: None,
     }
 }
 

@@ -1,0 +1,164 @@
+pub fn scale(
+    x: TensorRef<'_, f32>,
+    k: f32,
+    mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    kernel(x, k, y)
+}
+///Companion items of the custom op `nn::scale` (target `nn.scale`): its schema, its lowering and its XLA handler.
+#[allow(non_snake_case, unused_imports)]
+pub mod scale {
+    use super::*;
+    /// The op's name.
+    pub const NAME: &str = "nn::scale";
+    /// The custom call target and FFI registration name.
+    pub const TARGET: &str = "nn.scale";
+    /// The custom call API version.
+    pub const API_VERSION: u32 = 4u32;
+    /// The exported handler's symbol.
+    pub const HANDLER_SYMBOL: &str = "customop_handler_nn_scale";
+    /// The op's definition: its schema and the plan the runtime derives from it once (operand
+    /// and result order, shape rules, aliases, partitioning), which the lowering and the
+    /// handler both read.
+    pub fn definition() -> &'static ::customop::__private::OpDef
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+    {
+        static DEF: ::customop::__private::OnceLock<::customop::__private::OpDef> = ::customop::__private::OnceLock::new();
+        DEF.get_or_init(|| {
+            ::customop::__private::OpDef::new(
+                    ::customop::__private::with_vjp(
+                        ::customop::__private::op_schema(
+                            "nn::scale",
+                            "nn.scale",
+                            4u32,
+                            false,
+                            ::core::convert::From::from([
+                                ::customop::__private::tensor_param(
+                                    "x",
+                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    ::core::option::Option::None,
+                                ),
+                                ::customop::__private::attr_param(
+                                    "k",
+                                    <f32 as ::customop::__private::ffi::AttrValue<
+                                        'static,
+                                    >>::attr_type(),
+                                ),
+                            ]),
+                            ::core::convert::From::from([
+                                ::customop::__private::tensor_result(
+                                    "y",
+                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    ::core::convert::From::from([
+                                        ::customop::__private::shape_of("x"),
+                                    ]),
+                                ),
+                            ]),
+                            ::core::option::Option::None,
+                        ),
+                        &signature(),
+                        &scale_bwd::signature(),
+                    ),
+                )
+                .with_handler(customop_handler_nn_scale)
+        })
+    }
+    /// The op's schema.
+    pub fn schema() -> &'static ::customop::__private::schema::OpSchema {
+        definition().schema()
+    }
+    /// The op's schema in PyTorch FunctionSchema syntax.
+    pub fn schema_string() -> ::customop::__private::String {
+        schema().schema_string()
+    }
+    /// The op's signature, for pairing it with a backward op (`vjp = ...`).
+    #[doc(hidden)]
+    pub const fn signature() -> ::customop::__private::vjp::Signature
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+    {
+        ::customop::__private::vjp::Signature {
+            name: NAME,
+            params: &[
+                ::customop::__private::vjp::ParamSig {
+                    name: "x",
+                    role: ::customop::__private::vjp::Role::Input,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "",
+                    ty: "",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "k",
+                    role: ::customop::__private::vjp::Role::Attr,
+                    dtype: ::customop::__private::vjp::SigDtype::None,
+                    shape_of: "",
+                    ty: "f32",
+                },
+                ::customop::__private::vjp::ParamSig {
+                    name: "y",
+                    role: ::customop::__private::vjp::Role::Output,
+                    dtype: ::customop::__private::vjp::SigDtype::Fixed(
+                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                    ),
+                    shape_of: "x",
+                    ty: "",
+                },
+            ],
+            opaque_result: false,
+        }
+    }
+    const _: () = match ::customop::__private::vjp::check(
+        &signature(),
+        &scale_bwd::signature(),
+    ) {
+        ::core::result::Result::Ok(()) => {}
+        ::core::result::Result::Err(e) => ::core::panic!("{}", e.as_str()),
+    };
+    ::customop::__private::inventory::submit! {
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+    }
+    ::customop::__private::if_mlir! {
+        #[doc =
+        "Emits `nn::scale` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
+        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
+        ::customop::__private::lower::Value, k : f32) -> ::core::result::Result <
+        ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
+        where for < '__f > f32 : ::customop::__private::types::Element, for < '__f > f32
+        : ::customop::__private::ffi::AttrValue < '__f > { #[allow(unused_mut,
+        unused_variables)] let mut __r =
+        ::customop::__private::op_call::CallResults::new(::customop::__private::op_call::call_op(__f,
+        definition(), & [x], ::core::convert::From::from([< f32 as
+        ::customop::__private::ffi::AttrValue < '_ >> ::lit(& k)]),) ?); __r.value() }
+    }
+    /**The XLA FFI handler of `nn::scale` (register it for target `nn.scale`).
+
+# Safety
+`frame` must be null or a typed-FFI call frame, valid for the duration of the call, as XLA passes to a handler registered with API version 4.*/
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn customop_handler_nn_scale(
+        frame: *mut ::customop::__private::ffi::abi::XLA_FFI_CallFrame,
+    ) -> *mut ::customop::__private::ffi::abi::XLA_FFI_Error
+    where
+        for<'__f> f32: ::customop::__private::types::Element,
+        for<'__f> f32: ::customop::__private::ffi::AttrValue<'__f>,
+    {
+        unsafe {
+            ::customop::__private::ffi::run(
+                frame,
+                definition(),
+                |__b| {
+                    let x = __b.input()?;
+                    let k = __b.attr()?;
+                    let y = __b.output()?;
+                    __b.finish(super::scale(x, k, y))?;
+                    ::core::result::Result::Ok(())
+                },
+            )
+        }
+    }
+}

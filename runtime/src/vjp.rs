@@ -1,0 +1,580 @@
+//! Declared gradients: a forward op names its backward op (`#[custom_op(vjp = op_bwd)]`), and the
+//! pairing is checked at compile time, in a constant, from a signature each op's companion
+//! module carries ([`Signature`]).
+//!
+//! The backward op says what it takes and returns by name:
+//! - a parameter named as a forward tensor input, output, attribute or external is that value
+//!   (a residual of the forward call: inputs, attributes and externals as given, outputs as
+//!   computed);
+//! - a parameter `d_<output>` is the cotangent of forward output `<output>`;
+//! - an output `d_<input>` is the gradient of forward input `<input>`, one for every
+//!   differentiable input (a tensor of `f16`, `bf16`, `f32` or `f64`, or of a type parameter
+//!   allowing only those), of its element type and `shape = ` its shape.
+//!
+//! Externals, attributes and other tensors get no gradient. An op with a `&mut` external or an
+//! opaque result declares none (its state or result has no cotangent).
+
+use crate::schema::{ResidualSource, VjpInput, VjpSchema};
+use crate::types::ElementType;
+
+/// An element type as a signature carries it: one type, or a type parameter's allowed types.
+#[derive(Clone, Copy, Debug)]
+pub enum SigDtype {
+    /// Not a tensor.
+    None,
+    /// A fixed element type.
+    Fixed(ElementType),
+    /// A type parameter of a generic op: its name and allowed types.
+    Var(&'static str, &'static [ElementType]),
+}
+
+/// What a parameter of a signature is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A tensor input.
+    Input,
+    /// An output (`#[out]`).
+    Output,
+    /// An attribute.
+    Attr,
+    /// An external, `&T`.
+    External,
+    /// An external, `&mut T`.
+    ExternalMut,
+}
+
+/// One parameter of a signature.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSig {
+    /// The parameter's name.
+    pub name: &'static str,
+    /// What it is.
+    pub role: Role,
+    /// Its element type (tensors).
+    pub dtype: SigDtype,
+    /// For an output with `shape = x`, `x`; otherwise empty.
+    pub shape_of: &'static str,
+    /// For an attribute or an external, its Rust type as written (compared as text).
+    pub ty: &'static str,
+}
+
+/// What an op's companion module records for gradient pairing, as constants.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    /// The op's name.
+    pub name: &'static str,
+    /// Its parameters, in declaration order.
+    pub params: &'static [ParamSig],
+    /// Whether it returns an opaque result.
+    pub opaque_result: bool,
+}
+
+/// A message built in a constant: why a pairing is wrong (the compile-time check's panic
+/// message).
+pub struct Msg {
+    buf: [u8; 600],
+    len: usize,
+}
+
+impl core::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Msg {
+    const fn new() -> Msg {
+        Msg {
+            buf: [0; 600],
+            len: 0,
+        }
+    }
+    const fn push(mut self, s: &str) -> Msg {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() && self.len < self.buf.len() {
+            self.buf[self.len] = b[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+    const fn push_dtype(self, d: SigDtype) -> Msg {
+        match d {
+            SigDtype::None => self.push("not a tensor"),
+            SigDtype::Fixed(t) => self.push(t.mlir_name()),
+            SigDtype::Var(v, allowed) => {
+                let mut m = self.push(v).push(" (");
+                let mut i = 0;
+                while i < allowed.len() {
+                    if i > 0 {
+                        m = m.push(", ");
+                    }
+                    m = m.push(allowed[i].mlir_name());
+                    i += 1;
+                }
+                m.push(")")
+            }
+        }
+    }
+    /// The message.
+    pub const fn as_str(&self) -> &str {
+        let (bytes, _) = self.buf.split_at(self.len);
+        match core::str::from_utf8(bytes) {
+            Ok(s) => s,
+            // Only whole `&str`s are pushed; a message cut at the buffer's end may split one.
+            Err(_) => "the vjp pairing is wrong (message too long)",
+        }
+    }
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `name` without the `d_` prefix, or `None`.
+const fn strip_d(name: &str) -> Option<&str> {
+    let b = name.as_bytes();
+    if b.len() > 2 && b[0] == b'd' && b[1] == b'_' {
+        let (_, rest) = b.split_at(2);
+        match core::str::from_utf8(rest) {
+            Ok(s) => Some(s),
+            Err(_) => None,
+        }
+    } else {
+        None
+    }
+}
+
+const fn find(sig: &Signature, name: &str) -> Option<ParamSig> {
+    let mut i = 0;
+    while i < sig.params.len() {
+        if str_eq(sig.params[i].name, name) {
+            return Some(sig.params[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn same_dtype(a: SigDtype, b: SigDtype) -> bool {
+    match (a, b) {
+        (SigDtype::None, SigDtype::None) => true,
+        (SigDtype::Fixed(x), SigDtype::Fixed(y)) => x as u8 == y as u8,
+        (SigDtype::Var(_, xs), SigDtype::Var(_, ys)) => {
+            if xs.len() != ys.len() {
+                return false;
+            }
+            let mut i = 0;
+            while i < xs.len() {
+                if xs[i] as u8 != ys[i] as u8 {
+                    return false;
+                }
+                i += 1;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+const fn differentiable_type(t: ElementType) -> bool {
+    matches!(
+        t,
+        ElementType::F16 | ElementType::BF16 | ElementType::F32 | ElementType::F64
+    )
+}
+
+/// Whether a tensor of this type gets a gradient: `f16`, `bf16`, `f32`, `f64`, or a type
+/// parameter allowing only those.
+pub const fn differentiable(d: SigDtype) -> bool {
+    match d {
+        SigDtype::None => false,
+        SigDtype::Fixed(t) => differentiable_type(t),
+        SigDtype::Var(_, allowed) => {
+            let mut i = 0;
+            while i < allowed.len() {
+                if !differentiable_type(allowed[i]) {
+                    return false;
+                }
+                i += 1;
+            }
+            !allowed.is_empty()
+        }
+    }
+}
+
+const fn head(fwd: &Signature, bwd: &Signature) -> Msg {
+    Msg::new()
+        .push("vjp of `")
+        .push(fwd.name)
+        .push("` by `")
+        .push(bwd.name)
+        .push("`: ")
+}
+
+/// Checks that `bwd` is a valid backward op of `fwd` (see the module's documentation): `Err`
+/// with what is wrong. The macro calls it in a constant that panics with the message, so a
+/// wrong pairing is a compile error at the forward's `vjp = ...`.
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
+    if fwd.opaque_result {
+        return Err(head(fwd, bwd).push(
+            "an op with an opaque result declares no gradient (the result has no cotangent)",
+        ));
+    }
+    let mut i = 0;
+    while i < fwd.params.len() {
+        let p = fwd.params[i];
+        if matches!(p.role, Role::ExternalMut) {
+            return Err(head(fwd, bwd)
+                .push("an op with a `&mut` external (`")
+                .push(p.name)
+                .push("`) declares no gradient (its new state has no cotangent)"));
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < bwd.params.len() {
+        let b = bwd.params[i];
+        i += 1;
+        let checked = match b.role {
+            Role::Output => check_gradient(fwd, bwd, b),
+            Role::ExternalMut => {
+                return Err(head(fwd, bwd)
+                    .push("the backward takes `")
+                    .push(b.name)
+                    .push("` as `&mut`: a backward op updates no external"));
+            }
+            _ => check_residual(fwd, bwd, b),
+        };
+        if let Err(m) = checked {
+            return Err(m);
+        }
+    }
+    // Every differentiable input has its gradient.
+    let mut i = 0;
+    while i < fwd.params.len() {
+        let p = fwd.params[i];
+        i += 1;
+        if !matches!(p.role, Role::Input) || !differentiable(p.dtype) {
+            continue;
+        }
+        let mut found = false;
+        let mut j = 0;
+        while j < bwd.params.len() {
+            let b = bwd.params[j];
+            if matches!(b.role, Role::Output)
+                && let Some(of) = strip_d(b.name)
+                && str_eq(of, p.name)
+            {
+                found = true;
+            }
+            j += 1;
+        }
+        if !found {
+            return Err(head(fwd, bwd)
+                .push("it returns no gradient of `")
+                .push(p.name)
+                .push("` (a tensor of ")
+                .push_dtype(p.dtype)
+                .push("): add `#[out(shape = ")
+                .push(p.name)
+                .push(")] d_")
+                .push(p.name)
+                .push("`"));
+        }
+    }
+    if bwd.opaque_result {
+        return Err(
+            head(fwd, bwd).push("a backward op returns gradients only, not an opaque result")
+        );
+    }
+    Ok(())
+}
+
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result<(), Msg> {
+    // The cotangent of an output.
+    if matches!(b.role, Role::Input)
+        && let Some(of) = strip_d(b.name)
+        && let Some(out) = find(fwd, of)
+        && matches!(out.role, Role::Output)
+    {
+        if !same_dtype(out.dtype, b.dtype) {
+            return Err(head(fwd, bwd)
+                .push("`")
+                .push(b.name)
+                .push("`, the cotangent of output `")
+                .push(of)
+                .push("`, is a tensor of ")
+                .push_dtype(b.dtype)
+                .push(", but `")
+                .push(of)
+                .push("` is ")
+                .push_dtype(out.dtype));
+        }
+        return Ok(());
+    }
+    let Some(f) = find(fwd, b.name) else {
+        return Err(head(fwd, bwd)
+            .push("the backward's parameter `")
+            .push(b.name)
+            .push(
+                "` names nothing of the forward: a backward takes the forward's inputs, outputs, \
+                   attributes and externals by their names, and `d_<output>` for an output's \
+                   cotangent",
+            ));
+    };
+    let ok = match (b.role, f.role) {
+        (Role::Input, Role::Input | Role::Output) => same_dtype(b.dtype, f.dtype),
+        (Role::Attr, Role::Attr) | (Role::External, Role::External) => str_eq(b.ty, f.ty),
+        _ => false,
+    };
+    if !ok {
+        let m = head(fwd, bwd).push("`").push(b.name).push("` is ");
+        let m = match b.role {
+            Role::Input => m.push("a tensor of ").push_dtype(b.dtype),
+            Role::Attr => m.push("an attribute of type `").push(b.ty).push("`"),
+            _ => m.push("an external of type `").push(b.ty).push("`"),
+        };
+        let m = m
+            .push(" in the backward, but the forward's `")
+            .push(f.name)
+            .push("` is ");
+        let m = match f.role {
+            Role::Input | Role::Output => m.push("a tensor of ").push_dtype(f.dtype),
+            Role::Attr => m.push("an attribute of type `").push(f.ty).push("`"),
+            _ => m.push("an external of type `").push(f.ty).push("`"),
+        };
+        return Err(m);
+    }
+    Ok(())
+}
+
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+const fn check_gradient(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result<(), Msg> {
+    let input = match strip_d(b.name) {
+        Some(of) => find(fwd, of),
+        None => None,
+    };
+    let Some(input) = input else {
+        return Err(head(fwd, bwd).push("output `").push(b.name).push(
+            "` is not `d_<input>` for a tensor input of the forward: a backward's outputs \
+                   are the gradients of the forward's inputs",
+        ));
+    };
+    if !matches!(input.role, Role::Input) || !differentiable(input.dtype) {
+        return Err(head(fwd, bwd)
+            .push("`")
+            .push(input.name)
+            .push(
+                "` gets no gradient (only tensor inputs of f16, bf16, f32 or f64 do), so the \
+                   backward cannot return `",
+            )
+            .push(b.name)
+            .push("`"));
+    }
+    if !same_dtype(input.dtype, b.dtype) {
+        return Err(head(fwd, bwd)
+            .push("`")
+            .push(b.name)
+            .push("` is a tensor of ")
+            .push_dtype(b.dtype)
+            .push(", but `")
+            .push(input.name)
+            .push("` is ")
+            .push_dtype(input.dtype));
+    }
+    // Its shape is the input's: `shape = <input>`, or of a value known to have that shape.
+    let s = b.shape_of;
+    let shaped = !s.is_empty()
+        && (str_eq(s, input.name)
+            || match find(bwd, s) {
+                Some(r) => {
+                    let of = match strip_d(r.name) {
+                        Some(o) if matches!(r.role, Role::Input) => match find(fwd, o) {
+                            Some(out) if matches!(out.role, Role::Output) => Some(out),
+                            _ => find(fwd, r.name),
+                        },
+                        _ => find(fwd, r.name),
+                    };
+                    match of {
+                        Some(out) => {
+                            matches!(out.role, Role::Output) && str_eq(out.shape_of, input.name)
+                        }
+                        None => false,
+                    }
+                }
+                None => false,
+            });
+    if !shaped {
+        return Err(head(fwd, bwd)
+            .push("`")
+            .push(b.name)
+            .push("` must have the shape of `")
+            .push(input.name)
+            .push("`: declare it `#[out(shape = ")
+            .push(input.name)
+            .push(")]`"));
+    }
+    Ok(())
+}
+
+/// The pairing as the manifest records it (the check above has passed).
+pub fn schema(fwd: &Signature, bwd: &Signature) -> VjpSchema {
+    let mut inputs = Vec::new();
+    let mut gradients = Vec::new();
+    for b in bwd.params {
+        if b.role == Role::Output {
+            if let Some(of) = strip_d(b.name) {
+                gradients.push((b.name.to_string(), of.to_string()));
+            }
+            continue;
+        }
+        let cotangent = match strip_d(b.name) {
+            Some(of) if b.role == Role::Input => {
+                find(fwd, of).filter(|o| o.role == Role::Output).map(|_| of)
+            }
+            _ => None,
+        };
+        let (source, of) = match cotangent {
+            Some(of) => (ResidualSource::Cotangent, of),
+            None => match find(fwd, b.name).map(|f| f.role) {
+                Some(Role::Output) => (ResidualSource::Output, b.name),
+                Some(Role::Attr) => (ResidualSource::Attribute, b.name),
+                _ => (ResidualSource::Input, b.name),
+            },
+        };
+        inputs.push(VjpInput {
+            param: b.name.to_string(),
+            source,
+            of: of.to_string(),
+        });
+    }
+    VjpSchema {
+        op: bwd.name.to_string(),
+        inputs,
+        gradients: gradients
+            .into_iter()
+            .map(|(result, of)| crate::schema::VjpGradient { result, of })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F32: SigDtype = SigDtype::Fixed(ElementType::F32);
+
+    const fn param(
+        name: &'static str,
+        role: Role,
+        dtype: SigDtype,
+        shape_of: &'static str,
+    ) -> ParamSig {
+        ParamSig {
+            name,
+            role,
+            dtype,
+            shape_of,
+            ty: if matches!(role, Role::Attr) {
+                "f32"
+            } else {
+                ""
+            },
+        }
+    }
+
+    const FWD: Signature = Signature {
+        name: "t::f",
+        params: &[
+            param("x", Role::Input, F32, ""),
+            param("eps", Role::Attr, SigDtype::None, ""),
+            param("y", Role::Output, F32, "x"),
+        ],
+        opaque_result: false,
+    };
+
+    #[test]
+    fn a_valid_pair_is_recorded_by_source() {
+        const BWD: Signature = Signature {
+            name: "t::f_bwd",
+            params: &[
+                param("y", Role::Input, F32, ""),
+                param("d_y", Role::Input, F32, ""),
+                param("eps", Role::Attr, SigDtype::None, ""),
+                param("d_x", Role::Output, F32, "d_y"),
+            ],
+            opaque_result: false,
+        };
+        assert!(check(&FWD, &BWD).is_ok());
+        let s = schema(&FWD, &BWD);
+        assert_eq!(s.op, "t::f_bwd");
+        let got: Vec<(&str, ResidualSource, &str)> = s
+            .inputs
+            .iter()
+            .map(|i| (i.param.as_str(), i.source, i.of.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("y", ResidualSource::Output, "y"),
+                ("d_y", ResidualSource::Cotangent, "y"),
+                ("eps", ResidualSource::Attribute, "eps"),
+            ]
+        );
+        assert_eq!(s.gradients.len(), 1);
+        assert_eq!(
+            (s.gradients[0].result.as_str(), s.gradients[0].of.as_str()),
+            ("d_x", "x")
+        );
+    }
+
+    #[test]
+    fn a_missing_gradient_is_refused() {
+        const BWD: Signature = Signature {
+            name: "t::f_bwd",
+            params: &[param("d_y", Role::Input, F32, "")],
+            opaque_result: false,
+        };
+        let Err(m) = check(&FWD, &BWD) else {
+            panic!("accepted")
+        };
+        assert_eq!(
+            m.as_str(),
+            "vjp of `t::f` by `t::f_bwd`: it returns no gradient of `x` (a tensor of f32): add \
+             `#[out(shape = x)] d_x`"
+        );
+    }
+
+    #[test]
+    fn only_real_float_types_are_differentiable() {
+        assert!(differentiable(SigDtype::Var(
+            "T",
+            &[ElementType::F32, ElementType::BF16]
+        )));
+        assert!(!differentiable(SigDtype::Var(
+            "T",
+            &[ElementType::F32, ElementType::I32]
+        )));
+        assert!(!differentiable(SigDtype::Fixed(ElementType::C64)));
+        assert!(!differentiable(SigDtype::Fixed(ElementType::F8E4M3FN)));
+        assert!(!differentiable(SigDtype::Var("T", &[])));
+    }
+}
