@@ -448,7 +448,15 @@ impl Real for customop::f16 {
 /// Row-wise RMS norm for several element types in one op: `y = x / sqrt(mean(x^2) + eps)`,
 /// computed in `f64` and rounded to `T`. One name, one schema, one target; the handler runs the
 /// instantiation for the dtype XLA passes.
-#[custom_op(name = "example::rms_norm_t", dtypes(T = [f32, f64, customop::bf16, customop::f16]))]
+///
+/// Its gradient is the op `rms_norm_t_bwd` (`vjp = ...`): JAX and PyTorch differentiate
+/// through it with that op.
+#[custom_op(
+    name = "example::rms_norm_t",
+    dtypes(T = [f32, f64, customop::bf16, customop::f16]),
+    partition(x = [rows, _]),
+    vjp = rms_norm_t_bwd
+)]
 pub fn rms_norm_t<T: Real>(
     x: TensorRef<'_, T, 2>,
     #[attr] eps: f32,
@@ -465,6 +473,203 @@ pub fn rms_norm_t<T: Real>(
         for (o, v) in out.iter_mut().zip(row) {
             *o = T::from_f64(v.to_f64() * inv);
         }
+    }
+    Ok(())
+}
+
+/// The backward of `rms_norm_t`: with `r = 1 / sqrt(mean(x^2) + eps)` per row,
+/// `d_x = r * d_y - r^3 * x * mean(x * d_y)`. It takes the forward input `x`, the attribute
+/// `eps` and the cotangent `d_y` of the output `y`, and returns the gradient `d_x` of `x`.
+#[custom_op(
+    name = "example::rms_norm_t_bwd",
+    dtypes(T = [f32, f64, customop::bf16, customop::f16]),
+    partition(x = [rows, _], d_y = [rows, _])
+)]
+pub fn rms_norm_t_bwd<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    d_y: TensorRef<'_, T, 2>,
+    #[attr] eps: f32,
+    #[out(shape = x)] mut d_x: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    if d_y.dims() != x.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "d_y is {:?} but x is {:?}",
+            d_y.dims(),
+            x.dims()
+        )));
+    }
+    let cols = x.dim(1).max(1);
+    let n = cols as f64;
+    for ((row, dy), out) in x
+        .as_slice()
+        .chunks(cols)
+        .zip(d_y.as_slice().chunks(cols))
+        .zip(d_x.as_mut_slice().chunks_mut(cols))
+    {
+        let ms = row.iter().map(|v| v.to_f64().powi(2)).sum::<f64>() / n;
+        let r = 1.0 / (ms + f64::from(eps)).sqrt();
+        let dot = row
+            .iter()
+            .zip(dy)
+            .map(|(a, b)| a.to_f64() * b.to_f64())
+            .sum::<f64>()
+            / n;
+        for ((o, v), g) in out.iter_mut().zip(row).zip(dy) {
+            *o = T::from_f64(r * g.to_f64() - r * r * r * v.to_f64() * dot);
+        }
+    }
+    Ok(())
+}
+
+/// Mean pooling along the rows of `x`, for `f32` and `f64`: windows of `k` elements every
+/// `stride` (no padding), `(n - k) / stride + 1` of them. Differentiable: its backward is
+/// `mean_pool_bwd`.
+#[custom_op(
+    name = "example::mean_pool",
+    dtypes(T = [f32, f64]),
+    partition(x = [rows, _]),
+    vjp = mean_pool_bwd
+)]
+pub fn mean_pool<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    #[attr] k: i64,
+    #[attr] stride: i64,
+    #[out(shape = [x.dim(0), (x.dim(1) - k) / stride + 1])] mut y: TensorMut<'_, T, 2>,
+) -> Result<(), OpError> {
+    let (k, stride) = pool_window(k, stride)?;
+    let (n, m) = (x.dim(1).max(1), y.dim(1).max(1));
+    for (row, out) in x.as_slice().chunks(n).zip(y.as_mut_slice().chunks_mut(m)) {
+        for (j, o) in out.iter_mut().enumerate() {
+            let window = &row[j * stride..j * stride + k];
+            *o = T::from_f64(window.iter().map(|v| v.to_f64()).sum::<f64>() / k as f64);
+        }
+    }
+    Ok(())
+}
+
+/// The window of `mean_pool`, checked: `k` and `stride` positive.
+fn pool_window(k: i64, stride: i64) -> Result<(usize, usize), OpError> {
+    match (usize::try_from(k), usize::try_from(stride)) {
+        (Ok(k), Ok(s)) if k > 0 && s > 0 => Ok((k, s)),
+        _ => Err(OpError::invalid_argument(format!(
+            "k = {k} and stride = {stride} must be positive"
+        ))),
+    }
+}
+
+/// The backward of `mean_pool`: each output's cotangent spread evenly over its window,
+/// `d_x[i, j * stride + t] += d_y[i, j] / k`.
+#[custom_op(
+    name = "example::mean_pool_bwd",
+    dtypes(T = [f32, f64]),
+    partition(x = [rows, _], d_y = [rows, _])
+)]
+pub fn mean_pool_bwd<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    d_y: TensorRef<'_, T, 2>,
+    #[attr] k: i64,
+    #[attr] stride: i64,
+    #[out(shape = x)] mut d_x: TensorMut<'_, T, 2>,
+) -> Result<(), OpError> {
+    let (k, stride) = pool_window(k, stride)?;
+    let (n, m) = (x.dim(1).max(1), d_y.dim(1).max(1));
+    let windows = (x.dim(1) >= k).then(|| (x.dim(1) - k) / stride + 1);
+    if d_y.dim(0) != x.dim(0) || windows != Some(d_y.dim(1)) {
+        return Err(OpError::invalid_argument(format!(
+            "d_y is {:?}, not the pooled shape of x {:?}",
+            d_y.dims(),
+            x.dims()
+        )));
+    }
+    for (dy, out) in d_y
+        .as_slice()
+        .chunks(m)
+        .zip(d_x.as_mut_slice().chunks_mut(n))
+    {
+        let mut acc = vec![0f64; n];
+        for (j, g) in dy.iter().enumerate() {
+            for a in &mut acc[j * stride..j * stride + k] {
+                *a += g.to_f64() / k as f64;
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            *o = T::from_f64(a);
+        }
+    }
+    Ok(())
+}
+
+/// `y[i, j] = x[i, j] * w[i]` for `f32` and `f64`, differentiable in both inputs
+/// (`scale_rows_bwd` returns `d_x` and `d_w`).
+#[custom_op(
+    name = "example::scale_rows",
+    dtypes(T = [f32, f64]),
+    partition(x = [rows, _], w = [rows]),
+    vjp = scale_rows_bwd
+)]
+pub fn scale_rows<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    w: TensorRef<'_, T, 1>,
+    #[out(shape = x)] mut y: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    if w.dim(0) != x.dim(0) {
+        return Err(OpError::invalid_argument(format!(
+            "scale_rows: {} rows but {} weights",
+            x.dim(0),
+            w.dim(0)
+        )));
+    }
+    let cols = x.dim(1).max(1);
+    for ((row, wi), out) in x
+        .as_slice()
+        .chunks(cols)
+        .zip(w.as_slice())
+        .zip(y.as_mut_slice().chunks_mut(cols))
+    {
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = T::from_f64(v.to_f64() * wi.to_f64());
+        }
+    }
+    Ok(())
+}
+
+/// The backward of `scale_rows`: `d_x = d_y * w[i]`, `d_w[i] = sum_j d_y[i, j] * x[i, j]`.
+#[custom_op(
+    name = "example::scale_rows_bwd",
+    dtypes(T = [f32, f64]),
+    partition(x = [rows, _], w = [rows], d_y = [rows, _])
+)]
+pub fn scale_rows_bwd<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    w: TensorRef<'_, T, 1>,
+    d_y: TensorRef<'_, T, 2>,
+    #[out(shape = x)] mut d_x: TensorMut<'_, T>,
+    #[out(shape = w)] mut d_w: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    if w.dim(0) != x.dim(0) || d_y.dims() != x.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "scale_rows_bwd: x {:?}, w {:?}, d_y {:?}",
+            x.dims(),
+            w.dims(),
+            d_y.dims()
+        )));
+    }
+    let cols = x.dim(1).max(1);
+    let dw = d_w.as_mut_slice();
+    for (i, ((row, dy), out)) in x
+        .as_slice()
+        .chunks(cols)
+        .zip(d_y.as_slice().chunks(cols))
+        .zip(d_x.as_mut_slice().chunks_mut(cols))
+        .enumerate()
+    {
+        let wi = w.as_slice()[i].to_f64();
+        let mut acc = 0f64;
+        for ((o, v), g) in out.iter_mut().zip(row).zip(dy) {
+            *o = T::from_f64(g.to_f64() * wi);
+            acc += g.to_f64() * v.to_f64();
+        }
+        dw[i] = T::from_f64(acc);
     }
     Ok(())
 }
@@ -556,8 +761,9 @@ pub struct Taps {
     pub taps: [f32; 16],
 }
 
-/// `y[i] = x[i] * taps[i % 16] + bias`.
-#[custom_op(name = "example::apply_taps")]
+/// `y[i] = x[i] * taps[i % 16] + bias`. Differentiable in `x` (the external gets no
+/// gradient): its backward `apply_taps_bwd` takes the external as a residual.
+#[custom_op(name = "example::apply_taps", vjp = apply_taps_bwd)]
 pub fn apply_taps(
     #[external] taps: &Taps,
     x: TensorRef<'_, f32>,
@@ -565,6 +771,24 @@ pub fn apply_taps(
 ) -> Result<(), OpError> {
     for (i, (o, &v)) in y.as_mut_slice().iter_mut().zip(x.as_slice()).enumerate() {
         *o = (f64::from(v * taps.taps[i % 16]) + taps.bias) as f32;
+    }
+    Ok(())
+}
+
+/// The backward of `apply_taps`: `d_x[i] = d_y[i] * taps[i % 16]`.
+#[custom_op(name = "example::apply_taps_bwd")]
+pub fn apply_taps_bwd(
+    #[external] taps: &Taps,
+    d_y: TensorRef<'_, f32>,
+    #[out(shape = d_y)] mut d_x: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (i, (o, &g)) in d_x
+        .as_mut_slice()
+        .iter_mut()
+        .zip(d_y.as_slice())
+        .enumerate()
+    {
+        *o = g * taps.taps[i % 16];
     }
     Ok(())
 }
