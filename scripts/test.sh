@@ -81,8 +81,10 @@ for native in 1 0; do
   py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export, native=$native" tests/xla/test_computed_shapes.py
   py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
   py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
+  py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
 done
 unset CUSTOMOP_TORCH_NATIVE
+py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 checks=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" 2>/dev/null || echo 0)

@@ -20,7 +20,7 @@ from customop.xla import Library  # noqa: E402
 def main(path):
     lib = Library(path)
     lib.register()  # every op of the manifest, as typed-FFI targets on CPU
-    print("ops:", ", ".join(op.schema_string for op in lib.ops()))
+    print("ops:", ", ".join(op.schema_string for op in lib.entries()))
 
     blob = {"gain": 1.5, "bias": -2, "seed": 7, "tag": list(b"from-jax-python!")}
     packed = np.frombuffer(lib.pack("my_lib::Blob", blob), dtype=np.uint8)

@@ -31,7 +31,7 @@ __all__ = [
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
-    "FactorDims", "PartitionRule", "OpSchema", "OpEntry", "Manifest",
+    "FactorDims", "PartitionRule", "VjpInput", "Vjp", "OpSchema", "OpEntry", "Manifest",
 ]
 
 if TYPE_CHECKING:
@@ -290,6 +290,26 @@ class PartitionRule:
 
 
 @dataclass(frozen=True)
+class VjpInput:
+    """One input of a backward op: its parameter, where its value comes from (`input`: a
+    forward tensor or external as given; `attribute`; `output`: a forward output as computed;
+    `cotangent`: an output's cotangent) and the forward parameter or output it is."""
+    param: str
+    source: str
+    of: str
+
+
+@dataclass(frozen=True)
+class Vjp:
+    """A forward op's declared backward (`#[custom_op(vjp = ...)]`): the backward op's name,
+    its inputs in declaration order, and per output (`result`) the forward input it is the
+    gradient of, as `(result, input)` pairs."""
+    op: str
+    inputs: tuple[VjpInput, ...]
+    gradients: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class OpSchema:
     """One op's schema: parameters in declaration order, results in the custom call's order."""
     name: str
@@ -299,6 +319,7 @@ class OpSchema:
     params: tuple[Param, ...]
     results: tuple[Result, ...]
     partition: PartitionRule | None
+    vjp: Vjp | None = None
 
     @property
     def operands(self) -> tuple[TensorParam | ExternalParam, ...]:
@@ -398,9 +419,20 @@ class OpSchema:
                              for e in json_field(rule, key, name))
             partition = PartitionRule(tuple(json_field(rule, "factors", name)), entries("operands"),
                                       entries("results"))
+        vj = j.get("vjp")
+        vjp = None
+        if vj is not None:
+            what = "%s, vjp" % name
+            vjp = Vjp(str(json_field(vj, "op", what)),
+                      tuple(VjpInput(str(json_field(i, "param", what)),
+                                     str(json_field(i, "source", what)),
+                                     str(json_field(i, "of", what)))
+                            for i in json_field(vj, "inputs", what)),
+                      tuple((str(json_field(g, "result", what)), str(json_field(g, "of", what)))
+                            for g in json_field(vj, "gradients", what)))
         return OpSchema(name, str(json_field(j, "target", name)), int(json_field(j, "api_version", name)),
                         bool(json_field(j, "side_effect", name)), tuple(params), tuple(results),
-                        partition)
+                        partition, vjp)
 
 
 def _dim_rule(j: Json, where: str) -> DimRule:

@@ -35,7 +35,11 @@ descriptor bytes, attribute types); a refusal, kernel error or panic raises `Ker
 choice is logged (logger `customop.torch`, level INFO) and never made silently: on a torch the
 native path does not support, `load` raises `NativeUnavailable`.
 
-The ops have no gradient: `backward()` through one raises `NoGradientError`, naming the op.
+An op that declares a backward op (`#[custom_op(vjp = ...)]`) is differentiable: its autograd
+kernel saves the residuals the backward names and runs the backward op in `backward()`. Through
+any other op, `backward()` raises `NoGradientError`, naming the op. `torch.func.vmap` runs each
+op by its batching rule (`customop.jax_ops.batching_rule`: the batch folded into the rows, or
+one call per element).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from typing import Any
 import torch
 
 from .eager import Handlers, HostBuffer, KernelError
-from .manifest import ElementType, OpEntry, OpSchema, UpdatedExternal
+from .manifest import ElementType, OpEntry, OpSchema, TensorParam, UpdatedExternal
 from .schema import (ResultSpec, SchemaError, attr_bytes, backend_config, operand_names,
                      result_specs)
 # The torch_xla export rewriter, re-exported (it shares only imports with the registration).
@@ -143,17 +147,17 @@ class TorchLibrary:
         self._fragments: dict[str, torch.library.Library] = {}
         self._registered_with_jax = False
         adapted = []
-        for op in self.library.ops():
+        for op in self.library.entries():
             if self._define(op):
                 adapted.append(op.name)
         if native:
             log.info("customop: %s: %d ops with native CPU and Meta kernels (torch's stable C "
-                     "ABI)%s", self.path, len(self.library.ops()),
+                     "ABI)%s", self.path, len(self.library.entries()),
                      "; through a Python adapter (str or list attributes): " + ", ".join(adapted)
                      if adapted else "")
         else:
             log.info("customop: %s: %d ops on the Python path (native=False)", self.path,
-                     len(self.library.ops()))
+                     len(self.library.entries()))
 
     def _native_init(self) -> None:
         cdll = self.library.cdll
@@ -228,8 +232,9 @@ class TorchLibrary:
                           "CPU")
                 torch.library.register_fake(sch.name, fake, lib=frag)
         frag.impl(name, xla, "XLA")
-        frag.impl(name, _autograd_kernel(getattr(getattr(torch.ops, ns), name).default, sch.name),
-                  "Autograd", with_keyset=True)
+        packet = getattr(getattr(torch.ops, ns), name)
+        frag.impl(name, _autograd_kernel(packet.default, sch), "Autograd", with_keyset=True)
+        torch.library.register_vmap(sch.name, _vmap_rule(sch, packet.default), lib=frag)
         if sch.side_effect:
             # Keeps an op whose result is unused in torch.export's graph, so that `export` can
             # tell when torch_xla drops it.
@@ -397,10 +402,16 @@ def _(grad: torch.Tensor, shape: list[int], op: str) -> torch.Tensor:
     return grad.new_empty(shape)
 
 
-def _autograd_kernel(op: Any, name: str) -> Any:
+def _autograd_kernel(op: Any, sch: OpSchema) -> Any:
     """The op's autograd kernel: the op runs below autograd as usual, and when an input needs a
-    gradient its outputs are tied to a node whose backward raises `NoGradientError` (without
-    it, torch only warns and leaves `.grad` None)."""
+    gradient its outputs are tied to a node whose backward runs the op's declared backward op
+    (`vjp = ...`, with the forward inputs, attributes and outputs it names as residuals, saved
+    with `save_for_backward`), or, for an op that declares none, raises `NoGradientError`
+    (without it, torch only warns and leaves `.grad` None)."""
+    name = sch.name
+    operand_names = [p.name for p in sch.operands]
+    result_names = [r.name for r in sch.results]
+    vjp = sch.vjp
 
     def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -424,13 +435,97 @@ def _autograd_kernel(op: Any, name: str) -> Any:
                 _no_gradient(grad, shape, name) if needed else None
                 for shape, needed in zip(ctx.shapes, ctx.needs_input_grad[2:])])
 
+    class WithGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            output = below_autograd(keyset, args, kwargs)
+            outs = list(output) if isinstance(output, tuple) else [output]
+            ctx.kwargs = dict(kwargs)
+            ctx.n_args = len(args)
+            # The residuals: every operand and output (the backward op reads those it names).
+            ctx.save_for_backward(*args, *outs)
+            return output
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            assert vjp is not None
+            # Looked up here: the backward op may be defined after the forward.
+            ns, _, short = vjp.op.partition("::")
+            backward_op = getattr(getattr(torch.ops, ns), short).default
+            saved = ctx.saved_tensors
+            args, outs = saved[:ctx.n_args], saved[ctx.n_args:]
+            attrs = dict(ctx.kwargs)
+            # Attributes given positionally follow the operands.
+            for p, v in zip(sch.attributes, args[len(operand_names):]):
+                attrs.setdefault(p.name, v)
+            bargs: list[Any] = []
+            battrs: dict[str, Any] = {}
+            for i in vjp.inputs:
+                if i.source == "input":
+                    bargs.append(args[operand_names.index(i.of)])
+                elif i.source == "output":
+                    bargs.append(outs[result_names.index(i.of)])
+                elif i.source == "cotangent":
+                    g = grads[result_names.index(i.of)]
+                    bargs.append(g.contiguous() if g is not None
+                                 else torch.zeros_like(outs[result_names.index(i.of)]))
+                else:
+                    battrs[i.param] = attrs[i.of]
+            got = backward_op(*bargs, **battrs)
+            got = list(got) if isinstance(got, tuple) else [got]
+            by_input = {of: got[k] for k, (_, of) in enumerate(vjp.gradients)}
+            return (None, None, *[by_input.get(n) if k < len(operand_names) else None
+                                  for k, n in enumerate(operand_names + [""] * (
+                                      ctx.n_args - len(operand_names)))])
+
+    function = NoGradient if vjp is None else WithGradient
+
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         if torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            return NoGradient.apply(keyset, kwargs, *args)
+            return function.apply(keyset, kwargs, *args)
         return below_autograd(keyset, args, kwargs)
 
     return kernel
+
+
+def _vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
+    """The op's `torch.func.vmap` rule (`register_vmap`), as in JAX (`customop.jax_ops`): the
+    batch folded into the leading dimension when the op's partition rule says its rows are
+    independent (`rows`), one call per batch element otherwise (`sequential`)."""
+    from .jax_ops import batching_rule
+
+    rule = batching_rule(sch)
+    kinds = [isinstance(p, TensorParam) for p in sch.operands]
+    n_operands = len(kinds)
+    returned = sum(1 for r in sch.results if not isinstance(r, UpdatedExternal))
+
+    def vmap(info: Any, in_dims: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
+        size = info.batch_size
+        dims = list(in_dims[:n_operands])
+        externals_batched = any(d is not None for d, t in zip(dims, kinds) if not t)
+        if rule == "rows" and not externals_batched:
+            flat = []
+            for a, d, tensor in zip(args, dims, kinds):
+                if tensor:
+                    a = a.movedim(d, 0) if d is not None else a.expand(size, *a.shape)
+                    a = a.reshape(size * a.shape[1], *a.shape[2:])
+                flat.append(a)
+            out = op(*flat, *args[n_operands:], **kwargs)
+            outs = list(out) if isinstance(out, tuple) else [out]
+            outs = [r.reshape(size, r.shape[0] // size, *r.shape[1:]) for r in outs]
+        else:
+            per = []
+            for b in range(size):
+                one = [a.select(d, b) if d is not None else a for a, d in zip(args, dims)]
+                out = op(*one, *args[n_operands:], **kwargs)
+                per.append(list(out) if isinstance(out, tuple) else [out])
+            outs = [torch.stack([p[k] for p in per]) for k in range(returned)]
+        if returned == 1:
+            return outs[0], 0
+        return tuple(outs), tuple(0 for _ in outs)
+
+    return vmap
 
 
 def _write_back(sch: OpSchema, names: list[str], args: Sequence[torch.Tensor],

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .annotate import ExportError, set_arg_attrs, set_signature, trace_external, walk
 from .crosscheck import cross_check
-from .manifest import ExternalParam, Layout, OpaqueResult, OpSchema, UpdatedExternal
+from .manifest import ExternalParam, OpSchema
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
     from .torch import TorchLibrary
 
 __all__ = ["export", "Exported", "External", "ExportError"]
-
-
-class ExportError(ValueError):
-    """A torch_xla export that customop cannot annotate or run, with why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -183,8 +180,8 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
 
     if not isinstance(lib, TorchLibrary):
         raise TypeError("export(ep, lib): lib is what customop.torch.load returned")
-    by_target = {op.target: op.schema for op in lib.library.ops()}
-    by_name = {op.name: op.schema for op in lib.library.ops()}
+    by_target = {op.target: op.schema for op in lib.library.entries()}
+    by_name = {op.name: op.schema for op in lib.library.entries()}
 
     in_graph: dict[str, int] = {}
     for node in ep.graph.nodes:
@@ -249,7 +246,7 @@ def _annotate(text: str, by_target: dict[str, OpSchema],
         block = main.regions[0].blocks[0]
         found: dict[int, tuple[ExternalParam, str]] = {}   # arg index -> (param, op name)
         in_module: dict[str, int] = {}
-        for op in _walk(main.operation):
+        for op in walk(main.operation):
             if op.name != "stablehlo.custom_call":
                 continue
             target = ir.StringAttr(op.attributes["call_target_name"]).value
@@ -265,7 +262,7 @@ def _annotate(text: str, by_target: dict[str, OpSchema],
             for k, p in enumerate(ops):
                 if not isinstance(p, ExternalParam):
                     continue
-                index = _trace(ir, op.operands[k], block, sch, p, by_target)
+                index = trace_external(ir, op.operands[k], block, sch, p, by_target)
                 if index is None:
                     continue  # the bytes another call of the library made (an opaque result)
                 prev = found.get(index)
@@ -312,80 +309,10 @@ def _annotate(text: str, by_target: dict[str, OpSchema],
             externals.append(External(index, name, source, p.descriptor.name,
                                       p.descriptor.fingerprint_hex, n, p.mutable))
 
-        _set_signature(ir, main, block)
-        _set_arg_attrs(ir, main, block, externals)
+        set_signature(ir, main, block)
+        set_arg_attrs(ir, main, block, externals)
         annotated = str(module.operation.get_asm(enable_debug_info=False))
     return annotated, externals, in_module
-
-
-def _walk(op: Any) -> Any:
-    for region in op.regions:
-        for block in region.blocks:
-            for o in block.operations:
-                yield o.operation
-                yield from _walk(o.operation)
-
-
-def _trace(ir: Any, value: Any, block: Any, sch: OpSchema, param: ExternalParam,
-           by_target: dict[str, OpSchema]) -> int | None:
-    """The entry argument index that `value` (an external operand) is, through converts and
-    reshapes of a whole buffer; None when it is the packed result of another call of the
-    library (an opaque result or updated external of the same descriptor); an ExportError for
-    anything else."""
-    v = value
-    while True:
-        if isinstance(v, ir.BlockArgument):
-            arg = ir.BlockArgument(v)
-            if arg.owner == block:
-                return arg.arg_number
-            break
-        result = ir.OpResult(v)
-        owner = result.owner
-        name = owner.name
-        if name == "stablehlo.custom_call":
-            producer = by_target.get(ir.StringAttr(owner.attributes["call_target_name"]).value)
-            if producer is not None:
-                made = _bytes_made(producer, result.result_number)
-                if made is not None and made.fingerprint == param.descriptor.fingerprint:
-                    return None
-        if name in ("stablehlo.convert", "stablehlo.reshape"):
-            src = owner.operands[0]
-            if _whole_bytes(ir, src.type, v.type):
-                v = src
-                continue
-        raise ExportError(
-            "%s: external `%s` is computed (by %s), not passed in: an external operand must be "
-            "a buffer or forward input of descriptor %s, passed whole (no slicing or "
-            "arithmetic)" % (sch.name, param.name, name, param.descriptor.name))
-    raise ExportError("%s: external `%s` is not an argument of the entry function"
-                      % (sch.name, param.name))
-
-
-def _bytes_made(producer: OpSchema, index: int) -> Layout | None:
-    """The descriptor whose packed bytes result `index` of `producer` is (an opaque result, or
-    an updated external), if it is one."""
-    r = producer.results[index]
-    if isinstance(r, OpaqueResult):
-        return r.descriptor
-    if isinstance(r, UpdatedExternal):
-        p = producer.param(r.param)
-        return p.descriptor if isinstance(p, ExternalParam) else None
-    return None
-
-
-def _whole_bytes(ir: Any, a: Any, b: Any) -> bool:
-    """Whether a convert or reshape from type `a` to `b` keeps a byte buffer whole: both
-    8-bit integer tensors with the same number of elements."""
-    def count(ty: Any) -> int | None:
-        t = ir.RankedTensorType(ty)
-        if str(t.element_type) not in ("i8", "ui8"):
-            return None
-        n = 1
-        for d in t.shape:
-            n *= d
-        return n
-
-    return count(a) is not None and count(a) == count(b)
 
 
 def _make_api4(ir: Any, op: Any, sch: OpSchema) -> None:
@@ -408,34 +335,8 @@ def _erase_dead(func: Any) -> None:
     changed = True
     while changed:
         changed = False
-        for op in list(_walk(func)):
+        for op in list(walk(func)):
             if op.name in ("stablehlo.convert", "stablehlo.reshape") and all(
                     len(list(r.uses)) == 0 for r in op.results):
                 op.erase()
                 changed = True
-
-
-def _set_signature(ir: Any, func: Any, block: Any) -> None:
-    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    inputs = [a.type for a in block.arguments]
-    func.attributes["function_type"] = ir.TypeAttr.get(
-        ir.FunctionType.get(inputs, list(ftype.results)))
-
-
-def _set_arg_attrs(ir: Any, func: Any, block: Any, externals: list[External]) -> None:
-    n = len(block.arguments)
-    old = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
-    dicts = []
-    for i in range(n):
-        entries = {}
-        if old is not None:
-            d = ir.DictAttr(ir.ArrayAttr(old)[i])
-            for j in range(len(d)):
-                na = d[j]
-                entries[na.name] = na.attr
-        dicts.append(entries)
-    for e in externals:
-        dicts[e.index]["customop.external"] = ir.Attribute.parse(
-            '{descriptor = "%s", fingerprint = "%s", mutable = %s, name = "%s", size = %d : i64}'
-            % (e.descriptor, e.fingerprint, "true" if e.mutable else "false", e.name, e.size))
-    func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])

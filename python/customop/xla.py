@@ -35,8 +35,20 @@ class Library:
         fn.restype = ctypes.c_char_p
         self.manifest = Manifest.from_json(json.loads(fn().decode("utf-8")))
         self._layouts = self.manifest.layouts()
+        self._ops: Any = None
 
-    def ops(self) -> list[OpEntry]:
+    @property
+    def ops(self) -> Any:
+        """The ops as JAX functions by namespace, `lib.ops.example.rms_norm_t(x, eps=1e-6)`:
+        signature and docstring from the schema, differentiable where the op declares a
+        backward, batched under `jax.vmap` by a rule (`customop.jax_ops`). Register the
+        handlers first (`register()`)."""
+        if self._ops is None:
+            from .jax_ops import Ops
+            self._ops = Ops(self)
+        return self._ops
+
+    def entries(self) -> list[OpEntry]:
         """The manifest's ops (`OpEntry`: name, target, handler_symbol, schema, schema_string),
         sorted by name."""
         return list(self.manifest.ops)
@@ -144,3 +156,10 @@ def _numpy_dtype(value: Any) -> Any:
 
     dtype = getattr(value, "dtype", None)
     return np.dtype(dtype) if dtype is not None else np.asarray(value).dtype
+
+
+# `customop.xla.export`: jax.export with the library's custom calls allowed and externals
+# annotated (see customop.jax_export).
+from .jax_export import External, ExportError, export, externals  # noqa: E402
+
+__all__ = ["Library", "export", "externals", "External", "ExportError"]

@@ -16,7 +16,7 @@ def _json_ready(v):
 
 def manifest_op_names(path):
     """The names of the ops in the cdylib at `path`, sorted."""
-    return sorted(op.name for op in Library(path).ops())
+    return sorted(op.name for op in Library(path).entries())
 
 
 def manifest_partition(path, name):

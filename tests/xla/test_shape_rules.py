@@ -166,7 +166,7 @@ class ShapeRules(unittest.TestCase):
     def test_every_kind_of_rule_in_the_manifests_is_in_the_table(self):
         kinds = set()
         for lib in (KERNELS, C_KERNEL):
-            for op in lib.ops():
+            for op in lib.entries():
                 for r in op.schema.results:
                     if isinstance(r, TensorResult):
                         kinds.update(type(d).__name__ for d in r.shape)

@@ -1,0 +1,158 @@
+"""`customop.xla.export`: a JAX function exported with `jax.export`, its custom calls to a
+library's ops allowed (only those targets: jax's safety check stays on for every other), and
+each external entry argument annotated `customop.external = {...}` as the Rust builder and
+`customop.torch.export` annotate theirs.
+
+    lib = Library(path); lib.register()
+    exp = export(lambda blob, x: lib.ops.example.passthrough(blob, x), blob, x, lib=lib)
+    externals(exp)                              # [External(index=0, name='blob', ...)]
+    data = exp.serialize()                      # a jax.export artifact
+    jax.export.deserialize(data).call(blob, x)  # runs with the library's handlers
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .annotate import ExportError, set_arg_attrs, trace_external, walk
+from .manifest import ExternalParam, OpSchema
+
+if TYPE_CHECKING:
+    from .xla import Library
+
+__all__ = ["export", "externals", "External", "ExportError"]
+
+
+@dataclasses.dataclass(frozen=True)
+class External:
+    """An annotated external argument of an exported function: its entry argument index, its
+    name (the function's parameter, with the path into it for a pytree), descriptor,
+    fingerprint (`0x...`), packed size, and whether an op updates it."""
+    index: int
+    name: str
+    descriptor: str
+    fingerprint: str
+    size: int
+    mutable: bool
+
+
+def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library]) -> Any:
+    """Exports `fn` (jitted here unless it is already) at `args` with `jax.export`, allowing
+    custom calls to the ops of `lib` (a `Library` or several), and annotates every entry
+    argument that a call takes as an external. Returns the `jax.export.Exported`, whose
+    `serialize()` keeps the annotation. Raises `ExportError` when an external operand is
+    computed rather than passed in, or is not a 1-D uint8 array of the descriptor's size."""
+    import jax
+    from jax import export as jexport
+    from jax._src.export._export import _module_to_bytecode
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    libs = [lib] if not isinstance(lib, (list, tuple)) else list(lib)
+    by_target: dict[str, OpSchema] = {}
+    for one in libs:
+        by_target.update({op.target: op.schema for op in one.entries()})
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    checks = [jexport.DisabledSafetyCheck.custom_call(t) for t in sorted(by_target)]
+    exp = jexport.export(jitted, disabled_checks=checks)(*args)
+    names = _argument_names(fn, args)
+
+    ctx = jmlir.make_ir_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse(exp.mlir_module())
+        main = None
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(
+                    op.attributes["sym_name"]).value == "main":
+                main = op
+        if main is None:
+            raise ExportError("jax.export's module has no @main function")
+        block = main.regions[0].blocks[0]
+        found: dict[int, tuple[ExternalParam, str]] = {}
+        for op in walk(main.operation):
+            if op.name != "stablehlo.custom_call":
+                continue
+            sch = by_target.get(ir.StringAttr(op.attributes["call_target_name"]).value)
+            if sch is None:
+                continue
+            for k, p in enumerate(sch.operands):
+                if not isinstance(p, ExternalParam):
+                    continue
+                index = trace_external(ir, op.operands[k], block, sch, p, by_target)
+                if index is None:
+                    continue  # bytes another call of the library made
+                prev = found.get(index)
+                if prev and prev[0].descriptor.fingerprint != p.descriptor.fingerprint:
+                    raise ExportError(
+                        "entry argument %d is external `%s` of %s (%s) and `%s` of %s (%s): one "
+                        "buffer cannot be two descriptors" % (
+                            index, prev[0].name, prev[1], prev[0].descriptor.name,
+                            p.name, sch.name, p.descriptor.name))
+                found[index] = (p, sch.name)
+        annotated = []
+        for index in sorted(found):
+            p, opname = found[index]
+            ty = ir.RankedTensorType(block.arguments[index].type)
+            name = names[index] if index < len(names) else "arg %d" % index
+            size = p.descriptor.packed_size
+            if ty.rank != 1 or str(ty.element_type) != "ui8":
+                raise ExportError("external `%s` of %s is argument `%s`, a %s: an external is a "
+                                  "1-D uint8 array (lib.pack(%r, {...}))"
+                                  % (p.name, opname, name, ty, p.descriptor.name))
+            if size is not None and ty.shape[0] != size:
+                raise ExportError("external `%s` of %s is argument `%s`, %d bytes, but "
+                                  "descriptor %s packs to %d bytes"
+                                  % (p.name, opname, name, ty.shape[0], p.descriptor.name, size))
+            annotated.append(External(index, name, p.descriptor.name,
+                                      p.descriptor.fingerprint_hex, ty.shape[0], p.mutable))
+        set_arg_attrs(ir, main, block, annotated)
+        serialized = _module_to_bytecode(module)
+    return dataclasses.replace(exp, mlir_module_serialized=serialized)
+
+
+def externals(exp: Any) -> list[External]:
+    """The `customop.external` annotations of an exported function's entry arguments (read
+    from its module: also after `jax.export.deserialize`)."""
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    out = []
+    with jmlir.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.parse(exp.mlir_module())
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or ir.StringAttr(
+                    op.attributes["sym_name"]).value != "main":
+                continue
+            if "arg_attrs" not in op.attributes:
+                return out
+            for i, d in enumerate(ir.ArrayAttr(op.attributes["arg_attrs"])):
+                d = ir.DictAttr(d)
+                if "customop.external" not in d:
+                    continue
+                e = ir.DictAttr(d["customop.external"])
+                out.append(External(i, ir.StringAttr(e["name"]).value,
+                                    ir.StringAttr(e["descriptor"]).value,
+                                    ir.StringAttr(e["fingerprint"]).value,
+                                    ir.IntegerAttr(e["size"]).value,
+                                    ir.BoolAttr(e["mutable"]).value))
+    return out
+
+
+def _argument_names(fn: Callable[..., Any], args: Sequence[Any]) -> list[str]:
+    """The name of each flattened argument: the function's parameter name, with the path into
+    it for a pytree argument."""
+    import jax
+
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(tuple(args))[0]:
+        top = path[0].idx if hasattr(path[0], "idx") else None
+        base = params[top] if top is not None and top < len(params) else "arg %s" % top
+        names.append(base + jax.tree_util.keystr(path[1:]))
+    return names

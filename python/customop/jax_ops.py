@@ -1,0 +1,253 @@
+"""customop ops as JAX functions: `lib.ops.<ns>.<op>(*operands, **attributes)`, with the
+signature and docstring of the op's schema, differentiable where the op declares a backward
+(`#[custom_op(vjp = ...)]`, through `jax.custom_vjp`) and batched under `jax.vmap` by a rule
+(`jax.custom_batching.custom_vmap`).
+
+    lib = Library(path); lib.register()
+    y = lib.ops.example.rms_norm_t(x, eps=1e-6)
+    g = jax.grad(lambda x: lib.ops.example.rms_norm_t(x, eps=1e-6).sum())(x)
+    ys = jax.vmap(lambda x: lib.ops.example.rms_norm_t(x, eps=1e-6))(xs)
+
+Gradients. An op with a declared backward is a `jax.custom_vjp` function: its forward call
+saves what the backward takes (forward inputs, attributes and outputs by name), and the
+backward op returns the gradient of each differentiable input; externals and integer or bool
+tensors get none (`None`, a zero cotangent). An op without one raises `NoGradientError`
+when `jax.grad` reaches it, naming the op.
+
+Batching. `jax.vmap` of an op runs one of two rules:
+- `rows`: when the op's partition rule splits every tensor operand and result along its
+  leading dimension by one factor (`partition(x = [rows, _])`, the rows are independent),
+  the batch is folded into that dimension, `(B, R, ...)` to `(B * R, ...)`, and the op is
+  called once (an unbatched tensor operand is broadcast first; a batched external falls back
+  to the loop);
+- `sequential`: otherwise one call per batch element (`jax.lax.map`).
+`Op.batching` says which rule an op gets.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .manifest import ExternalParam, OpSchema, TensorParam, TensorResult
+
+if TYPE_CHECKING:
+    from .xla import Library
+
+__all__ = ["Ops", "Op", "NoGradientError", "batching_rule"]
+
+
+class NoGradientError(TypeError):
+    """`jax.grad` (reverse-mode differentiation) reached an op that declares no backward."""
+
+
+def batching_rule(sch: OpSchema) -> str:
+    """`"rows"` when every tensor operand and tensor result of the op has its leading
+    dimension split by one partition factor (and the op has no side effect and only tensor
+    results), else `"sequential"`."""
+    rule = sch.partition
+    if rule is None or sch.side_effect:
+        return "sequential"
+    if any(not isinstance(r, TensorResult) for r in sch.results):
+        return "sequential"
+    lead: set[str | None] = set()
+    entries = {e.name: e for e in rule.operands}
+    for p in sch.operands:
+        if isinstance(p, TensorParam):
+            e = entries.get(p.name)
+            lead.add(e.dims[0] if e is not None and e.dims else None)
+    results = {e.index: e for e in rule.results}
+    for i in range(len(sch.results)):
+        e = results.get(i)
+        lead.add(e.dims[0] if e is not None and e.dims else None)
+    return "rows" if len(lead) == 1 and None not in lead else "sequential"
+
+
+class Op:
+    """One op as a JAX function: call it with the op's operands (tensors, and externals as
+    bytes or uint8 arrays) positionally and its attributes by keyword."""
+
+    def __init__(self, lib: Library, name: str) -> None:
+        self._lib = lib
+        self.name = name
+        self.schema = lib.op(name).schema
+        self.batching = batching_rule(self.schema)
+        sch = self.schema
+        params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                  for p in sch.operands]
+        params += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY)
+                   for p in sch.attributes]
+        self.__signature__ = inspect.Signature(params)
+        self.__name__ = name.partition("::")[2]
+        self.__qualname__ = self.__name__
+        grad = ("differentiable: its backward is %s" % sch.vjp.op if sch.vjp is not None
+                else "not differentiable (declares no backward)")
+        self.__doc__ = ("customop op `%s`: %s\n\nOperands: %s. Attributes (keyword): %s.\n"
+                        "Gradient: %s. Batching under jax.vmap: %s."
+                        % (name, lib.op(name).schema_string,
+                           ", ".join(p.name for p in sch.operands) or "none",
+                           ", ".join(p.name for p in sch.attributes) or "none", grad,
+                           self.batching))
+
+    def __repr__(self) -> str:
+        return "<customop op %s%s>" % (self.name, self.__signature__)
+
+    def __call__(self, *operands: Any, **attrs: Any) -> Any:
+        sch = self.schema
+        names = [p.name for p in sch.operands]
+        if len(operands) < len(names):
+            # Operands given by name.
+            missing = [n for n in names[len(operands):] if n not in attrs]
+            if missing:
+                raise TypeError("%s takes %d operands (%s); missing %s"
+                                % (self.name, len(names), ", ".join(names), ", ".join(missing)))
+            operands = (*operands, *(attrs.pop(n) for n in names[len(operands):]))
+        unknown = sorted(set(attrs) - {p.name for p in sch.attributes})
+        if unknown:
+            raise TypeError("%s has no attribute %s (its attributes: %s)"
+                            % (self.name, ", ".join(unknown),
+                               ", ".join(p.name for p in sch.attributes) or "none"))
+        operands = tuple(_as_operand(p, o) for p, o in zip(sch.operands, operands))
+        attrs = {p.name: _as_attribute(p, attrs[p.name]) for p in sch.attributes if p.name in attrs}
+        return _differentiable(self._lib, self.name, attrs)(*operands)
+
+
+class _Namespace:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return "<customop ops %s: %s>" % (
+            self._name, ", ".join(sorted(k for k in self.__dict__ if not k.startswith("_"))))
+
+
+class Ops:
+    """A library's ops by namespace: `ops.example.rms_norm_t`; `ops["example::rms_norm_t"]`."""
+
+    def __init__(self, lib: Library) -> None:
+        self._ops: dict[str, Op] = {}
+        for entry in lib.entries():
+            ns, _, short = entry.name.partition("::")
+            space = self.__dict__.get(ns)
+            if space is None:
+                space = self.__dict__[ns] = _Namespace(ns)
+            op = self._ops[entry.name] = Op(lib, entry.name)
+            setattr(space, short, op)
+
+    def __getitem__(self, name: str) -> Op:
+        return self._ops[name]
+
+    def __iter__(self) -> Any:
+        return iter(self._ops.values())
+
+
+def _as_operand(p: Any, value: Any) -> Any:
+    """An external given as bytes becomes a uint8 array."""
+    import numpy as np
+
+    if isinstance(p, ExternalParam) and isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(value), np.uint8)
+    return value
+
+
+def _as_attribute(p: Any, value: Any) -> Any:
+    """A scalar attribute as its declared type (a Python float is f64 under x64, the attribute
+    maybe f32), an array attribute as an array of its element type."""
+    import numpy as np
+
+    if p.type.kind == "scalar" and p.type.dtype is not None:
+        return p.type.dtype.numpy_dtype.type(value)
+    if p.type.kind == "array" and p.type.dtype is not None:
+        return np.asarray(value, p.type.dtype.numpy_dtype)
+    return value
+
+
+def _results(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _batched(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
+    """Op `name` with attributes `attrs`, as a function of its operands with the op's batching
+    rule."""
+    import jax
+    import jax.numpy as jnp
+
+    sch = lib.op(name).schema
+    rule = batching_rule(sch)
+
+    @jax.custom_batching.custom_vmap
+    def call(*operands: Any) -> Any:
+        return lib.call(name, *operands, **attrs)
+
+    @call.def_vmap
+    def vmap_rule(axis_size: int, in_batched: Sequence[bool], *operands: Any) -> Any:
+        n_results = len(sch.results)
+        externals_batched = any(b for p, b in zip(sch.operands, in_batched)
+                                if isinstance(p, ExternalParam))
+        if rule == "rows" and not externals_batched:
+            flat = []
+            for p, o, b in zip(sch.operands, operands, in_batched):
+                if isinstance(p, TensorParam):
+                    if not b:
+                        o = jnp.broadcast_to(o, (axis_size, *jnp.shape(o)))
+                    o = jnp.reshape(o, (axis_size * o.shape[1], *o.shape[2:]))
+                flat.append(o)
+            outs = _results(call(*flat))
+            outs = [jnp.reshape(r, (axis_size, r.shape[0] // axis_size, *r.shape[1:]))
+                    for r in outs]
+        else:
+            def one(sliced: Sequence[Any]) -> Any:
+                it = iter(sliced)
+                args = [next(it) if b else o for o, b in zip(operands, in_batched)]
+                return tuple(_results(call(*args)))
+
+            outs = list(jax.lax.map(one, tuple(o for o, b in zip(operands, in_batched) if b)))
+        if n_results == 1:
+            return outs[0], True
+        return outs, [True] * n_results
+
+    return call
+
+
+def _differentiable(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
+    """Op `name` with attributes `attrs` as a `jax.custom_vjp` function of its operands: its
+    declared backward, or a backward that raises `NoGradientError`."""
+    import jax
+
+    sch = lib.op(name).schema
+    forward = _batched(lib, name, attrs)
+    f = jax.custom_vjp(forward)
+    names = [p.name for p in sch.operands]
+    result_names = [r.name for r in sch.results]
+
+    def fwd(*operands: Any) -> Any:
+        out = forward(*operands)
+        return out, (operands, out)
+
+    def bwd(res: Any, cts: Any) -> Any:
+        operands, out = res
+        vjp = sch.vjp
+        if vjp is None:
+            raise NoGradientError(
+                "%s has no gradient: it declares no backward op (`#[custom_op(vjp = ...)]`), so "
+                "jax.grad cannot go through it. Apply jax.lax.stop_gradient to its inputs when "
+                "no gradient needs to flow through it." % name)
+        outs, cts = _results(out), _results(cts)
+        args: list[Any] = []
+        battrs: dict[str, Any] = {}
+        for i in vjp.inputs:
+            if i.source == "input":
+                args.append(operands[names.index(i.of)])
+            elif i.source == "output":
+                args.append(outs[result_names.index(i.of)])
+            elif i.source == "cotangent":
+                args.append(cts[result_names.index(i.of)])
+            else:
+                battrs[i.param] = attrs[i.of]
+        grads = _results(_batched(lib, vjp.op, battrs)(*args))
+        by_input = {of: grads[k] for k, (_, of) in enumerate(vjp.gradients)}
+        return tuple(by_input.get(n) for n in names)
+
+    f.defvjp(fwd, bwd)
+    return f

@@ -1,0 +1,209 @@
+"""PyTorch transforms of customop ops: autograd from the declared backward
+(`torch.autograd.gradcheck`, f64), torch.func.vmap of every example op against the loop of
+calls, torch.compile(fullgraph=True) of a model with customop ops (no graph break, the eager
+result, gradients through the compiled model), torch.library.opcheck of every example op, and
+the two-op chain (rms_norm_t, then mean_pool) trained for a few steps against plain torch.
+
+Run on both paths, as every torch test: CUSTOMOP_TORCH_NATIVE=1 (default) or 0, with
+CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
+     target/xla-venv/bin/python -m unittest tests/torch/test_transforms.py
+"""
+
+import os
+import sys
+import unittest
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "xla"))
+import samples  # noqa: E402
+import customop.torch as ct  # noqa: E402
+
+LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
+              native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
+ops = torch.ops
+EPS = float(np.float32(1e-3))
+
+
+def to_torch(a: np.ndarray) -> torch.Tensor:
+    """numpy to torch, ml_dtypes' bfloat16 and float8 through float32."""
+    name = a.dtype.name
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return torch.from_numpy(a.astype(np.float32)).to(getattr(torch, name))
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def torch_attrs(attrs):
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, samples.Descriptor):
+            v = LIB.pack_attr(v.name, v.value)
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+def packet(name):
+    ns, _, op = name.partition("::")
+    return getattr(getattr(ops, ns), op).default
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def rms_norm_ref(x):
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + EPS)
+
+
+def mean_pool_ref(x, k, stride):
+    return x.unfold(-1, k, stride).mean(-1)
+
+
+class Gradients(unittest.TestCase):
+    X = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    W = torch.rand(4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) + 0.5
+
+    def test_gradcheck_f64(self):
+        x = self.X.clone().requires_grad_()
+        w = self.W.clone().requires_grad_()
+        self.assertTrue(torch.autograd.gradcheck(lambda x: ops.example.rms_norm_t(x, eps=EPS),
+                                                 (x,)))
+        self.assertTrue(torch.autograd.gradcheck(
+            lambda x: ops.example.mean_pool(x, k=3, stride=2), (x,)))
+        self.assertTrue(torch.autograd.gradcheck(lambda x, w: ops.example.scale_rows(x, w),
+                                                 (x, w)))
+
+    def test_the_external_gets_no_gradient(self):
+        taps = LIB.pack("example::Taps", {"bias": 1.0, "taps": [0.5 * i for i in range(16)]})
+        x = torch.ones(2, 3, requires_grad=True)
+        ops.example.apply_taps(taps, x).sum().backward()
+        self.assertTrue(torch.equal(x.grad, torch.tensor([[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]])))
+        self.assertIsNone(taps.grad)
+
+    def test_backward_matches_torch(self):
+        c = torch.randn(4, 6, dtype=torch.float64)
+        for f, ref in [(lambda x: ops.example.rms_norm_t(x, eps=EPS), rms_norm_ref),
+                       (lambda x: ops.example.mean_pool(x, k=2, stride=1),
+                        lambda x: mean_pool_ref(x, 2, 1))]:
+            a, b = self.X.clone().requires_grad_(), self.X.clone().requires_grad_()
+            ya, yb = f(a), ref(b)
+            (ya.sin() * c[:, :ya.shape[1]]).sum().backward()
+            (yb.sin() * c[:, :yb.shape[1]]).sum().backward()
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-14)
+
+    def test_an_op_without_a_backward_still_refuses(self):
+        x = torch.ones(3, requires_grad=True)
+        with self.assertRaises(ct.NoGradientError):
+            ops.example.checked_sqrt(x).sum().backward()
+
+
+class Vmap(unittest.TestCase):
+    def test_vmap_of_every_op_is_the_loop_of_calls(self):
+        """torch.func.vmap over a batch of 3 equals the 3 calls stacked, bit for bit. An op
+        updating a `&mut` external updates it once per call in both."""
+        calls = samples.calls(LIB.library)
+        self.assertEqual(sorted(c.op for c in calls), sorted(e.name for e in LIB.library.entries()))
+        for call in calls:
+            with self.subTest(op=call.op):
+                op, attrs = packet(call.op), torch_attrs(call.attrs)
+                batch = call.batch()
+                in_dims = tuple(0 if i in call.batched else None for i in range(len(batch)))
+                args = [to_torch(b) for b in batch]
+                state = [a.clone() for a in args]
+                got = as_list(torch.func.vmap(lambda *a: op(*a, **attrs), in_dims=in_dims)(*args))
+                loop = [as_list(op(*[a[k] if i in call.batched else a
+                                     for i, a in enumerate(state)], **attrs))
+                        for k in range(3)]
+                for r, g in enumerate(got):
+                    self.assertTrue(torch.equal(g, torch.stack([one[r] for one in loop])),
+                                    (call.op, r))
+                for a, s in zip(args, state):
+                    self.assertTrue(torch.equal(a, s), call.op)
+
+
+class Compile(unittest.TestCase):
+    def model(self, x, w):
+        h = ops.example.scale_rows(ops.example.rms_norm_t(x, eps=EPS), w)
+        return ops.example.mean_pool(h, k=2, stride=2).sin().sum()
+
+    def test_fullgraph_no_graph_break_same_result_and_gradients(self):
+        x = torch.randn(4, 6, dtype=torch.float64)
+        w = torch.rand(4, dtype=torch.float64) + 0.5
+        explained = torch._dynamo.explain(self.model)(x, w)
+        self.assertEqual(explained.graph_break_count, 0)
+        self.assertEqual(explained.graph_count, 1)
+        compiled = torch.compile(self.model, fullgraph=True)
+        xa, wa = x.clone().requires_grad_(), w.clone().requires_grad_()
+        xb, wb = x.clone().requires_grad_(), w.clone().requires_grad_()
+        ya, yb = compiled(xa, wa), self.model(xb, wb)
+        # Inductor fuses sin and sum (its own loop order): equal to rounding, not bit for bit.
+        torch.testing.assert_close(ya, yb, rtol=1e-13, atol=0)
+        ya.backward()
+        yb.backward()
+        torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-13, atol=1e-15)
+        torch.testing.assert_close(wa.grad, wb.grad, rtol=1e-13, atol=1e-15)
+
+
+OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor",
+                 "test_aot_dispatch_dynamic")
+
+
+class Opcheck(unittest.TestCase):
+    def test_every_example_op_passes_opcheck(self):
+        """schema, fake tensors, autograd registration and AOT dispatch (dynamic shapes); the
+        differentiable ops with inputs that require grad, so that their backward is traced."""
+        for call in samples.calls(LIB.library):
+            with self.subTest(op=call.op):
+                op = packet(call.op)
+                sch = LIB.library.op(call.op).schema
+                args = [to_torch(o) for o in call.operands]
+                if sch.vjp is not None:
+                    diff = {of for _, of in sch.vjp.gradients}
+                    args = [a.requires_grad_() if p.name in diff else a
+                            for p, a in zip(sch.operands, args)]
+                tests = OPCHECK_TESTS
+                if any(a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) for a in args):
+                    # torch's schema check compares inputs with arithmetic that torch 2.9 does
+                    # not implement for float8 ("mul_cpu_reduced_float"): the other three run.
+                    tests = tuple(t for t in tests if t != "test_schema")
+                result = torch.library.opcheck(op, tuple(args), torch_attrs(call.attrs),
+                                               test_utils=tests)
+                self.assertEqual(set(result.values()), {"SUCCESS"}, (call.op, result))
+                self.assertEqual(len(result), len(tests))
+
+
+class Training(unittest.TestCase):
+    def test_a_two_op_chain_trains_like_torch(self):
+        """x @ W, then rms_norm_t, then mean_pool: 8 steps of SGD in f64. Losses fall every step
+        and equal plain torch's to 1e-12 (relative)."""
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(8, 6, dtype=torch.float64, generator=g)
+        target = torch.randn(8, 3, dtype=torch.float64, generator=g)
+        w0 = torch.randn(6, 6, dtype=torch.float64, generator=g)
+        wa = torch.nn.Parameter(w0.clone())
+        wb = torch.nn.Parameter(w0.clone())
+        opt_a = torch.optim.SGD([wa], lr=0.5)
+        opt_b = torch.optim.SGD([wb], lr=0.5)
+        losses = []
+        for _ in range(8):
+            la = ((ops.example.mean_pool(ops.example.rms_norm_t(x @ wa, eps=EPS), k=2, stride=2)
+                   - target) ** 2).mean()
+            lb = ((mean_pool_ref(rms_norm_ref(x @ wb), 2, 2) - target) ** 2).mean()
+            torch.testing.assert_close(la, lb, rtol=1e-12, atol=0)
+            losses.append(la.item())
+            for opt, loss in ((opt_a, la), (opt_b, lb)):
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        self.assertTrue(all(b < a for a, b in zip(losses, losses[1:])), losses)
+        self.assertLess(losses[-1], 0.9 * losses[0], losses)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,127 @@
+"""One valid call of every op of the example kernel library, for the tests that run every op
+through a transform (jax.vmap, torch.func.vmap, torch.library.opcheck): its operands as numpy
+arrays (externals as packed uint8 arrays), its attributes, and a batch of operands for vmap.
+
+`calls(lib)` needs a `customop.xla.Library` (to pack descriptors); descriptor attributes are
+given as `Descriptor(name, value)` for each front end to pack its own way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A descriptor attribute's value, packed by each front end (bytes in JAX, a latin-1
+    string in torch)."""
+    name: str
+    value: dict[str, Any]
+
+
+@dataclass
+class Call:
+    """One op call: `operands` in the op's operand order, `attrs` by name, and `batched`: the
+    operand indices that vmap batches (the others, externals among them, stay unbatched)."""
+    op: str
+    operands: list[np.ndarray]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    batched: tuple[int, ...] = ()
+
+    def batch(self, size: int = 3) -> list[np.ndarray]:
+        """The operands with a leading batch of `size` on the batched ones: element b is the
+        operand with its values shifted by 0.25 b (positive values stay positive, casts keep
+        the dtype)."""
+        out = []
+        for i, o in enumerate(self.operands):
+            if i in self.batched:
+                out.append(np.stack([_shift(o, 0.25 * b) for b in range(size)]))
+            else:
+                out.append(o)
+        return out
+
+
+def _shift(a: np.ndarray, by: float) -> np.ndarray:
+    if a.dtype == np.bool_:
+        return a if by == 0 else ~a
+    if np.issubdtype(a.dtype, np.complexfloating):
+        return (a + by).astype(a.dtype)
+    return (a.astype(np.float64) + by).astype(a.dtype)
+
+
+def _pos(shape: tuple[int, ...], dtype: Any = np.float32, seed: int = 0) -> np.ndarray:
+    """Small positive values (1 to 4, never 13: `unlucky` panics on it)."""
+    return np.random.default_rng(seed).uniform(1.0, 4.0, size=shape).astype(dtype)
+
+
+NORM_CFG = Descriptor("example::NormCfg", {"scale": 2.0, "shift": 0.5, "mode": "ScaleShift"})
+
+
+def calls(lib: Any) -> list[Call]:
+    """A call of every op in the example kernel library (the list is checked complete against
+    the manifest by the tests that use it)."""
+    def pack(name: str, value: dict[str, Any]) -> np.ndarray:
+        return np.frombuffer(lib.pack(name, value), np.uint8).copy()
+
+    x23 = _pos((2, 3))
+    x46 = _pos((4, 6), seed=1)
+    blob = pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 7, "tag": [1] * 16})
+    table = pack("example::Table4k", {"scale": 0.5, "len": 3, "values": [1.0] * 1022})
+    scale = pack("example::Fp8Scale", {"scale": 0.5})
+    q = (x23 / 0.5).astype(ml_dtypes.float8_e4m3fn)
+    cplx = (x23 + 1j * x23[::-1]).astype(np.complex64)
+    mask = np.array([[True, False, True], [False, True, False]])
+    return [
+        Call("example::add_offset", [pack("example::Offset", {"add": 0.5}), x23], batched=(1,)),
+        Call("example::apply_stats", [pack("example::Stats", {"mean": 1.0, "spread": 2.0}), x23],
+             batched=(1,)),
+        Call("example::apply_taps", [pack("example::Taps", {"bias": 1.0,
+                                                            "taps": [float(i) for i in range(16)]}),
+                                     x23], batched=(1,)),
+        Call("example::apply_taps_bwd", [pack("example::Taps", {"bias": 1.0, "taps": [
+            float(i) for i in range(16)]}), x23], batched=(1,)),
+        Call("example::avg_pool", [x46], {"k": 3, "stride": 2, "pad": 1}, batched=(0,)),
+        Call("example::checked_sqrt", [x23], batched=(0,)),
+        Call("example::cmul", [cplx, cplx[::-1].copy()], batched=(0, 1)),
+        Call("example::concat_rows", [x23, x23[:1].copy()], batched=(0, 1)),
+        Call("example::counter_step", [pack("example::Counter", {"calls": 2, "total": 0.0}), x23],
+             batched=(1,)),
+        Call("example::dequantize_fp8", [scale, q], batched=(1,)),
+        Call("example::doubled", [x23.astype(np.float64)], batched=(0,)),
+        Call("example::histogram", [pack("example::Histogram", {"lo": 0.0, "width": 0.5,
+                                                                 "counts": [0] * 12}), x23],
+             batched=(1,)),
+        Call("example::make_stats", [x23], batched=(0,)),
+        Call("example::masked_split", [x23, mask], batched=(0, 1)),
+        Call("example::mean_pool", [x46], {"k": 2, "stride": 2}, batched=(0,)),
+        Call("example::mean_pool_bwd", [x46, _pos((4, 3), seed=2)], {"k": 2, "stride": 2},
+             batched=(0, 1)),
+        Call("example::passthrough", [blob, x23], batched=(1,)),
+        Call("example::quantize_fp8", [scale, x23], batched=(1,)),
+        Call("example::rms_norm", [x46], {"eps": np.float32(1e-3), "cfg": NORM_CFG},
+             batched=(0,)),
+        Call("example::rms_norm_t", [x46], {"eps": np.float32(1e-3)}, batched=(0,)),
+        Call("example::rms_norm_t_bwd", [x46, _pos((4, 6), seed=3)], {"eps": np.float32(1e-3)},
+             batched=(0, 1)),
+        Call("example::row_scale", [x46, _pos((4,), seed=4)], batched=(0, 1)),
+        Call("example::scale_bf16", [x23.astype(ml_dtypes.bfloat16)], {"factor": np.float32(2.0)},
+             batched=(0,)),
+        Call("example::scale_f16", [x23.astype(np.float16)], {"factor": np.float32(2.0)},
+             batched=(0,)),
+        Call("example::scale_rows", [x46, _pos((4,), seed=4)], batched=(0, 1)),
+        Call("example::scale_rows_bwd", [x46, _pos((4,), seed=4), _pos((4, 6), seed=5)],
+             batched=(0, 1, 2)),
+        Call("example::shift_by", [x23], {"k": 2}, batched=(0,)),
+        Call("example::table_dot", [table, x23], batched=(1,)),
+        Call("example::table_dot_copy", [table, x23], batched=(1,)),
+        Call("example::top_k", [x46[0].copy()], {"k": 2}, batched=(0,)),
+        Call("example::unlucky", [x23], batched=(0,)),
+        Call("example_lib::affine", [x23], {"factor": 1.5, "label": "l", "offsets": [1, -2],
+                                            "flag": True, "small": 3}, batched=(0,)),
+        Call("my_custom_library::custom_op_external", [blob, x23.reshape(3, 2).copy()],
+             batched=(1,)),
+    ]

@@ -1,0 +1,229 @@
+"""JAX transforms of customop ops (`lib.ops`, customop.jax_ops): jax.vmap of every example op
+against the loop of calls, jax.grad of the ops that declare a backward against finite
+differences (`jax.test_util.check_grads`, f64) and against the same function written with jnp,
+a small model with a two-op chain (rms_norm_t, then mean_pool) trained for a few steps, and
+`customop.xla.export` (annotated externals, serialise, deserialise, run).
+
+Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
+     target/xla-venv/bin/python -m unittest tests/xla/test_transforms.py
+(scripts/test.sh does). f64 needs jax's x64 mode, switched on here for this process.
+"""
+
+import os
+import sys
+import unittest
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.test_util import check_grads  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import samples  # noqa: E402
+from customop.jax_ops import NoGradientError  # noqa: E402
+from customop.xla import ExportError, Library, export, externals  # noqa: E402
+
+PATH = os.environ["CUSTOMOP_KERNELS"]
+LIB = Library(PATH)
+LIB.register()
+OPS = LIB.ops
+# eps is an f32 attribute: the reference uses the same value.
+EPS = float(np.float32(1e-3))
+RNG = np.random.default_rng(7)
+
+
+def jax_attrs(attrs):
+    return {k: LIB.pack(v.name, v.value) if isinstance(v, samples.Descriptor) else v
+            for k, v in attrs.items()}
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def rms_norm_ref(x):
+    return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS)
+
+
+def mean_pool_ref(x, k, stride):
+    n = (x.shape[-1] - k) // stride + 1
+    return jnp.stack([x[..., j * stride:j * stride + k].mean(-1) for j in range(n)], axis=-1)
+
+
+class Vmap(unittest.TestCase):
+    def test_every_example_op_has_a_sample(self):
+        self.assertEqual(sorted(c.op for c in samples.calls(LIB)),
+                         sorted(e.name for e in LIB.entries()))
+
+    def test_vmap_of_every_op_is_the_loop_of_calls(self):
+        """jax.jit(jax.vmap(op)) over a batch of 3 equals the 3 calls stacked, bit for bit
+        (the rows rule runs the same arithmetic per row; the sequential rule the same calls)."""
+        for call in samples.calls(LIB):
+            with self.subTest(op=call.op):
+                op, attrs = OPS[call.op], jax_attrs(call.attrs)
+                batch = call.batch()
+                in_axes = tuple(0 if i in call.batched else None for i in range(len(batch)))
+                got = as_list(jax.jit(jax.vmap(lambda *a: op(*a, **attrs), in_axes))(*batch))
+                loop = [as_list(op(*[b[k] if i in call.batched else b
+                                     for i, b in enumerate(batch)], **attrs))
+                        for k in range(3)]
+                self.assertEqual(len(got), len(loop[0]))
+                for r, g in enumerate(got):
+                    want = np.stack([np.asarray(one[r]) for one in loop])
+                    np.testing.assert_array_equal(np.asarray(g), want)
+
+    def test_the_rule_each_op_gets(self):
+        rules = {op.name: op.batching for op in OPS}
+        for name in ("example::rms_norm_t", "example::rms_norm", "example::mean_pool",
+                     "example::scale_rows", "example::row_scale"):
+            self.assertEqual(rules[name], "rows", name)
+        for name in ("example::checked_sqrt", "example::counter_step", "example::top_k",
+                     "my_custom_library::custom_op_external"):
+            self.assertEqual(rules[name], "sequential", name)
+
+    def test_nested_vmap(self):
+        xs = RNG.normal(size=(2, 3, 4, 6))
+        got = jax.vmap(jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS)))(xs)
+        np.testing.assert_allclose(got, rms_norm_ref(xs), rtol=1e-14)
+
+
+class Grad(unittest.TestCase):
+    X = RNG.normal(size=(4, 6))
+    W = RNG.uniform(0.5, 2.0, size=4)
+
+    def test_check_grads_f64(self):
+        """Reverse mode, order 1, against finite differences, on every op with a backward."""
+        check_grads(lambda x: OPS.example.rms_norm_t(x, eps=EPS), (self.X,), 1, ["rev"])
+        check_grads(lambda x: OPS.example.mean_pool(x, k=3, stride=2), (self.X,), 1, ["rev"])
+        check_grads(lambda x, w: OPS.example.scale_rows(x, w), (self.X, self.W), 1, ["rev"])
+        taps = LIB.pack("example::Taps", {"bias": 1.0, "taps": [0.5 * i for i in range(16)]})
+        # apply_taps is f32 only: its gradient is exact (linear), so f32 tolerances are ample.
+        check_grads(lambda x: OPS.example.apply_taps(taps, x), (self.X.astype(np.float32),), 1,
+                    ["rev"], atol=1e-2, rtol=1e-2)
+
+    def test_differentiable_ops_are_exactly_those_with_a_backward(self):
+        with_vjp = sorted(op.name for op in OPS if op.schema.vjp is not None)
+        self.assertEqual(with_vjp, ["example::apply_taps", "example::mean_pool",
+                                    "example::rms_norm_t", "example::scale_rows"])
+
+    def test_jit_grad_matches_jnp(self):
+        c = RNG.normal(size=(4, 6))
+        for f, ref in [
+            (lambda x: OPS.example.rms_norm_t(x, eps=EPS), rms_norm_ref),
+            (lambda x: OPS.example.mean_pool(x, k=2, stride=1), lambda x: mean_pool_ref(x, 2, 1)),
+        ]:
+            got = jax.jit(jax.grad(lambda x: jnp.sum(jnp.sin(f(x)) * c[:, :f(x).shape[1]])))(self.X)
+            want = jax.grad(lambda x: jnp.sum(jnp.sin(ref(x)) * c[:, :ref(x).shape[1]]))(self.X)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        gx, gw = jax.jit(jax.grad(lambda x, w: jnp.sum(OPS.example.scale_rows(x, w) ** 2),
+                                  argnums=(0, 1)))(self.X, self.W)
+        rx, rw = jax.grad(lambda x, w: jnp.sum((x * w[:, None]) ** 2), argnums=(0, 1))(self.X,
+                                                                                        self.W)
+        np.testing.assert_allclose(gx, rx, rtol=1e-13)
+        np.testing.assert_allclose(gw, rw, rtol=1e-13)
+
+    def test_vmap_of_grad_is_the_loop_of_grads(self):
+        xs = RNG.normal(size=(3, 4, 6))
+
+        def f(x):
+            return jnp.sum(OPS.example.mean_pool(OPS.example.rms_norm_t(x, eps=EPS), k=2,
+                                                 stride=2) ** 3)
+
+        got = jax.jit(jax.vmap(jax.grad(f)))(xs)
+        want = np.stack([jax.grad(f)(x) for x in xs])
+        np.testing.assert_array_equal(got, want)
+
+    def test_externals_and_attributes_get_no_gradient(self):
+        taps = np.frombuffer(LIB.pack("example::Taps", {"bias": 1.0, "taps": [2.0] * 16}),
+                             np.uint8)
+        x = np.ones((2, 3), np.float32)
+        gx = jax.grad(lambda x: jnp.sum(OPS.example.apply_taps(taps, x)))(x)
+        np.testing.assert_array_equal(gx, np.full((2, 3), 2.0, np.float32))
+        # The external is an integer array: differentiating with respect to it is jax's
+        # refusal (integer inputs have no gradient), not a wrong number.
+        with self.assertRaises(TypeError):
+            jax.grad(lambda t: jnp.sum(OPS.example.apply_taps(t, x)))(taps)
+
+    def test_an_op_without_a_backward_says_so(self):
+        with self.assertRaises(NoGradientError) as cm:
+            jax.grad(lambda x: jnp.sum(OPS.example.checked_sqrt(x)))(np.ones(3, np.float32))
+        self.assertIn("example::checked_sqrt has no gradient", str(cm.exception))
+        # Not differentiated: no error.
+        y = jax.grad(lambda x: jnp.sum(x * OPS.example.checked_sqrt(
+            jax.lax.stop_gradient(x))))(np.full(3, 4.0, np.float32))
+        np.testing.assert_array_equal(y, [2.0, 2.0, 2.0])
+
+
+class Training(unittest.TestCase):
+    def test_a_two_op_chain_trains_like_jnp(self):
+        """x @ W, then rms_norm_t, then mean_pool: 8 steps of gradient descent in f64. Losses fall
+        every step and equal the jnp model's to 1e-12 (relative)."""
+        x = RNG.normal(size=(8, 6))
+        target = RNG.normal(size=(8, 3))
+        w0 = RNG.normal(size=(6, 6))
+
+        def loss(w, norm, pool):
+            return jnp.mean((pool(norm(x @ w)) - target) ** 2)
+
+        ours = jax.jit(jax.value_and_grad(lambda w: loss(
+            w, lambda h: OPS.example.rms_norm_t(h, eps=EPS),
+            lambda h: OPS.example.mean_pool(h, k=2, stride=2))))
+        ref = jax.jit(jax.value_and_grad(lambda w: loss(
+            w, rms_norm_ref, lambda h: mean_pool_ref(h, 2, 2))))
+        wa, wb, losses = w0, w0, []
+        for _ in range(8):
+            (la, ga), (lb, gb) = ours(wa), ref(wb)
+            np.testing.assert_allclose(la, lb, rtol=1e-12)
+            losses.append(float(la))
+            wa, wb = wa - 0.5 * ga, wb - 0.5 * gb
+        self.assertTrue(all(b < a for a, b in zip(losses, losses[1:])), losses)
+        self.assertLess(losses[-1], 0.9 * losses[0], losses)
+
+
+class Export(unittest.TestCase):
+    def setUp(self):
+        self.blob = np.frombuffer(LIB.pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 0,
+                                                            "tag": [0] * 16}), np.uint8)
+        self.x = np.arange(9, dtype=np.float32).reshape(3, 3) / 4
+
+    def model(self, blob, x):
+        y = OPS.my_custom_library.custom_op_external(blob, jnp.sin(x))
+        return y.astype(jnp.float32) + 1, OPS.example.rms_norm_t(x, eps=EPS)
+
+    def test_annotated_serialised_deserialised_and_run(self):
+        exp = export(self.model, self.blob, self.x, lib=LIB)
+        want = [{"index": 0, "name": "blob", "descriptor": "my_lib::Blob", "size": 56,
+                 "mutable": False, "fingerprint": LIB.layout("my_lib::Blob").fingerprint_hex}]
+        got = [e.__dict__ for e in externals(exp)]
+        self.assertEqual(got, want)
+        text = exp.mlir_module()
+        self.assertIn('customop.external = {descriptor = "my_lib::Blob", fingerprint = "%s", '
+                      'mutable = false, name = "blob", size = 56 : i64}' % want[0]["fingerprint"],
+                      text)
+        self.assertIn("stablehlo.custom_call @my_custom_library.custom_op_external(", text)
+        back = jax.export.deserialize(exp.serialize())
+        self.assertEqual([e.__dict__ for e in externals(back)], want)
+        for a, b in zip(back.call(self.blob, self.x), jax.jit(self.model)(self.blob, self.x)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    def test_only_the_library_targets_are_allowed(self):
+        # jax's safety check stays on for other custom call targets.
+        def other(x):
+            return jax.ffi.ffi_call("not_customop", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+        with self.assertRaises(ValueError) as cm:
+            export(other, self.x, lib=LIB)
+        self.assertIn("not_customop", str(cm.exception))
+
+    def test_a_computed_external_is_refused(self):
+        with self.assertRaises(ExportError) as cm:
+            export(lambda blob, x: OPS.example.passthrough(blob + 1, x), self.blob, self.x,
+                   lib=LIB)
+        self.assertIn("external `blob` is computed", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
