@@ -84,6 +84,9 @@ mod book {
     #[doc = include_str!("../../book/src/building-programs.md")]
     struct BuildingPrograms;
 
+    #[doc = include_str!("../../book/src/gradients-and-transforms.md")]
+    struct GradientsAndTransforms;
+
     #[doc = include_str!("../../book/src/many-devices.md")]
     struct ManyDevices;
 
