@@ -27,17 +27,45 @@ def walk(op: Any) -> Any:
 
 
 def trace_external(ir: Any, value: Any, block: Any, sch: OpSchema, param: ExternalParam,
-                   by_target: dict[str, OpSchema]) -> int | None:
+                   by_target: dict[str, OpSchema], module: Any = None) -> int | None:
     """The entry argument index that `value` (an external operand) is, through converts and
-    reshapes of a whole buffer; None when it is the packed result of another call of the
-    library (an opaque result or updated external of the same descriptor); an ExportError for
-    anything else."""
+    reshapes of a whole buffer, and, given the `module`, through calls of private functions
+    (`func.call`) and loops that carry it unchanged (`stablehlo.while`); None when it is the
+    packed result of another call of the library (an opaque result or updated external of the
+    same descriptor); an ExportError for anything else."""
     v = value
     while True:
         if isinstance(v, ir.BlockArgument):
             arg = ir.BlockArgument(v)
             if arg.owner == block:
                 return arg.arg_number
+            parent = arg.owner.owner.operation
+            if module is not None and parent.name == "stablehlo.while":
+                # A loop's argument: the loop's operand, if every iteration passes it on.
+                body = parent.regions[1].blocks[0]
+                ret = list(body.operations)[-1]
+                if ret.operands[arg.arg_number] == body.arguments[arg.arg_number]:
+                    v = parent.operands[arg.arg_number]
+                    continue
+                raise ExportError(
+                    "%s: external `%s` is changed by the loop around the call: an external "
+                    "operand must be passed in whole" % (sch.name, param.name))
+            if module is not None and parent.name == "func.func":
+                # A private function's argument: what its callers pass, all the same argument.
+                callee = ir.StringAttr(parent.attributes["sym_name"]).value
+                found = set()
+                for f in module.body.operations:
+                    for op in walk(f.operation):
+                        if op.name == "func.call" and ir.FlatSymbolRefAttr(
+                                op.attributes["callee"]).value == callee:
+                            found.add(trace_external(ir, op.operands[arg.arg_number], block, sch,
+                                                     param, by_target, module))
+                if len(found) == 1:
+                    return found.pop()
+                if len(found) > 1:
+                    raise ExportError(
+                        "%s: external `%s` is in function @%s, whose callers pass it different "
+                        "arguments" % (sch.name, param.name, callee))
             break
         result = ir.OpResult(v)
         owner = result.owner

@@ -72,16 +72,17 @@ def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library])
             raise ExportError("jax.export's module has no @main function")
         block = main.regions[0].blocks[0]
         found: dict[int, tuple[ExternalParam, str]] = {}
-        for op in walk(main.operation):
-            if op.name != "stablehlo.custom_call":
-                continue
+        # Every function: a call may sit in a private one (a nested jit, a loop body).
+        calls = [op for f in module.body.operations for op in walk(f.operation)
+                 if op.name == "stablehlo.custom_call"]
+        for op in calls:
             sch = by_target.get(ir.StringAttr(op.attributes["call_target_name"]).value)
             if sch is None:
                 continue
             for k, p in enumerate(sch.operands):
                 if not isinstance(p, ExternalParam):
                     continue
-                index = trace_external(ir, op.operands[k], block, sch, p, by_target)
+                index = trace_external(ir, op.operands[k], block, sch, p, by_target, module)
                 if index is None:
                     continue  # bytes another call of the library made
                 prev = found.get(index)
@@ -96,7 +97,7 @@ def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library])
         for index in sorted(found):
             p, opname = found[index]
             ty = ir.RankedTensorType(block.arguments[index].type)
-            name = names[index] if index < len(names) else "arg %d" % index
+            name = _name_of(exp, names, index, len(block.arguments))
             size = p.descriptor.packed_size
             if ty.rank != 1 or str(ty.element_type) != "ui8":
                 raise ExportError("external `%s` of %s is argument `%s`, a %s: an external is a "
@@ -139,6 +140,17 @@ def externals(exp: Any) -> list[External]:
                                     ir.IntegerAttr(e["size"]).value,
                                     ir.BoolAttr(e["mutable"]).value))
     return out
+
+
+def _name_of(exp: Any, names: list[str], index: int, n_args: int) -> str:
+    """The name of @main's argument `index`. @main's arguments end with the arrays the function
+    uses (`module_kept_var_idx`: jax.export drops unused ones); what comes before them (a
+    platform index when exporting for several platforms, effect tokens) has no name here."""
+    kept = exp.module_kept_var_idx
+    k = index - (n_args - len(kept))
+    if 0 <= k < len(kept) and kept[k] < len(names):
+        return names[kept[k]]
+    return "arg %d" % index
 
 
 def _argument_names(fn: Callable[..., Any], args: Sequence[Any]) -> list[str]:

@@ -96,6 +96,11 @@ class Op:
     def __call__(self, *operands: Any, **attrs: Any) -> Any:
         sch = self.schema
         names = [p.name for p in sch.operands]
+        if len(operands) > len(names):
+            raise TypeError("%s takes %d operands (%s), got %d positional arguments; attributes "
+                            "are keyword arguments (%s)"
+                            % (self.name, len(names), ", ".join(names), len(operands),
+                               ", ".join(p.name for p in sch.attributes) or "none"))
         if len(operands) < len(names):
             # Operands given by name.
             missing = [n for n in names[len(operands):] if n not in attrs]
@@ -185,7 +190,8 @@ def _batched(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
         n_results = len(sch.results)
         externals_batched = any(b for p, b in zip(sch.operands, in_batched)
                                 if isinstance(p, ExternalParam))
-        if rule == "rows" and not externals_batched:
+        # An empty batch goes through the loop too (jax.lax.map of no element: shapes only).
+        if rule == "rows" and not externals_batched and axis_size > 0:
             flat = []
             for p, o, b in zip(sch.operands, operands, in_batched):
                 if isinstance(p, TensorParam):

@@ -504,7 +504,16 @@ def _vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
         size = info.batch_size
         dims = list(in_dims[:n_operands])
         externals_batched = any(d is not None for d, t in zip(dims, kinds) if not t)
-        if rule == "rows" and not externals_batched:
+        if size == 0:
+            # No call: the result shapes of one element, from the op's Meta kernel.
+            one = [torch.empty([n for k, n in enumerate(a.shape) if k != d], dtype=a.dtype,
+                               device="meta") if d is not None else a.to("meta")
+                   for a, d in zip(args, dims)]
+            out = op(*one, *args[n_operands:], **kwargs)
+            device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+            outs = [torch.empty((0, *r.shape), dtype=r.dtype, device=device)
+                    for r in (list(out) if isinstance(out, tuple) else [out])]
+        elif rule == "rows" and not externals_batched:
             flat = []
             for a, d, tensor in zip(args, dims, kinds):
                 if tensor:

@@ -168,17 +168,38 @@ const fn find(sig: &Signature, name: &str) -> Option<ParamSig> {
     None
 }
 
+/// Whether `t` is one of `ts`.
+const fn contains(ts: &[ElementType], t: ElementType) -> bool {
+    let mut i = 0;
+    while i < ts.len() {
+        if ts[i] as u8 == t as u8 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The same element type: one fixed type, or the same type parameter (by name: a generic
+/// backward uses the forward's names) allowing the same types, in any order.
 const fn same_dtype(a: SigDtype, b: SigDtype) -> bool {
     match (a, b) {
         (SigDtype::None, SigDtype::None) => true,
         (SigDtype::Fixed(x), SigDtype::Fixed(y)) => x as u8 == y as u8,
-        (SigDtype::Var(_, xs), SigDtype::Var(_, ys)) => {
-            if xs.len() != ys.len() {
+        (SigDtype::Var(v, xs), SigDtype::Var(w, ys)) => {
+            if !str_eq(v, w) {
                 return false;
             }
             let mut i = 0;
             while i < xs.len() {
-                if xs[i] as u8 != ys[i] as u8 {
+                if !contains(ys, xs[i]) {
+                    return false;
+                }
+                i += 1;
+            }
+            let mut i = 0;
+            while i < ys.len() {
+                if !contains(xs, ys[i]) {
                     return false;
                 }
                 i += 1;
@@ -297,6 +318,25 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
                 .push("`"));
         }
     }
+    let mut cotangents = 0;
+    let mut i = 0;
+    while i < bwd.params.len() {
+        let b = bwd.params[i];
+        if matches!(b.role, Role::Input)
+            && let Some(of) = strip_d(b.name)
+            && let Some(out) = find(fwd, of)
+            && matches!(out.role, Role::Output)
+        {
+            cotangents += 1;
+        }
+        i += 1;
+    }
+    if cotangents == 0 {
+        return Err(head(fwd, bwd).push(
+            "the backward takes no cotangent: take `d_<output>` for the outputs the gradients \
+             depend on",
+        ));
+    }
     if bwd.opaque_result {
         return Err(
             head(fwd, bwd).push("a backward op returns gradients only, not an opaque result")
@@ -314,6 +354,16 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
         && let Some(out) = find(fwd, of)
         && matches!(out.role, Role::Output)
     {
+        if !differentiable(out.dtype) {
+            return Err(head(fwd, bwd)
+                .push("output `")
+                .push(of)
+                .push("` is a tensor of ")
+                .push_dtype(out.dtype)
+                .push(", which has no cotangent (only f16, bf16, f32 and f64 outputs do): the backward cannot take `")
+                .push(b.name)
+                .push("`"));
+        }
         if !same_dtype(out.dtype, b.dtype) {
             return Err(head(fwd, bwd)
                 .push("`")
@@ -359,6 +409,12 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
             Role::Input | Role::Output => m.push("a tensor of ").push_dtype(f.dtype),
             Role::Attr => m.push("an attribute of type `").push(f.ty).push("`"),
             _ => m.push("an external of type `").push(f.ty).push("`"),
+        };
+        let m = match (b.role, f.role) {
+            (Role::Attr, Role::Attr) | (Role::External, Role::External) => {
+                m.push(" (types are compared as written: write the forward's)")
+            }
+            _ => m,
         };
         return Err(m);
     }
@@ -560,6 +616,57 @@ mod tests {
             m.as_str(),
             "vjp of `t::f` by `t::f_bwd`: it returns no gradient of `x` (a tensor of f32): add \
              `#[out(shape = x)] d_x`"
+        );
+    }
+
+    const T_AB: SigDtype = SigDtype::Var("T", &[ElementType::F32, ElementType::F64]);
+    const T_BA: SigDtype = SigDtype::Var("T", &[ElementType::F64, ElementType::F32]);
+    const U_AB: SigDtype = SigDtype::Var("U", &[ElementType::F32, ElementType::F64]);
+
+    const G: Signature = Signature {
+        name: "t::g",
+        params: &[
+            param("x", Role::Input, T_AB, ""),
+            param("y", Role::Output, T_AB, "x"),
+        ],
+        opaque_result: false,
+    };
+
+    #[allow(clippy::result_large_err)] // a test helper returning what `check` returns
+    fn generic(bwd_dtype: SigDtype, cotangent: bool) -> Result<(), Msg> {
+        let params: &'static [ParamSig] = Box::leak(Box::new([
+            param(if cotangent { "d_y" } else { "x" }, Role::Input, T_AB, ""),
+            param("d_x", Role::Output, bwd_dtype, "x"),
+        ]));
+        let bwd = Signature {
+            name: "t::g_bwd",
+            params,
+            opaque_result: false,
+        };
+        check(&G, &bwd)
+    }
+
+    #[test]
+    fn type_parameters_match_by_name_and_set() {
+        assert!(generic(T_AB, true).is_ok());
+        assert!(
+            generic(T_BA, true).is_ok(),
+            "the order of the allowed types is free"
+        );
+        let e = generic(U_AB, true).unwrap_err();
+        assert!(
+            e.as_str()
+                .contains("`d_x` is a tensor of U (f32, f64), but `x` is T (f32, f64)"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_backward_without_a_cotangent_is_refused() {
+        let e = generic(T_AB, false).unwrap_err();
+        assert!(
+            e.as_str().contains("the backward takes no cotangent"),
+            "{e:?}"
         );
     }
 

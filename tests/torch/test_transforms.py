@@ -84,7 +84,9 @@ class Gradients(unittest.TestCase):
         x = torch.ones(2, 3, requires_grad=True)
         ops.example.apply_taps(taps, x).sum().backward()
         self.assertTrue(torch.equal(x.grad, torch.tensor([[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]])))
-        self.assertIsNone(taps.grad)
+        # A uint8 buffer cannot require grad at all: torch refuses before the op is reached.
+        with self.assertRaises(RuntimeError):
+            taps.requires_grad_()
 
     def test_backward_matches_torch(self):
         c = torch.randn(4, 6, dtype=torch.float64)
@@ -125,6 +127,20 @@ class Vmap(unittest.TestCase):
                                     (call.op, r))
                 for a, s in zip(args, state):
                     self.assertTrue(torch.equal(a, s), call.op)
+
+
+    def test_rows_rule_with_an_unbatched_operand_and_another_dim(self):
+        xt = torch.randn(4, 3, 6, dtype=torch.float64)      # batch on dim 1
+        w = torch.rand(4, dtype=torch.float64) + 0.5
+        got = torch.func.vmap(lambda x, w: ops.example.scale_rows(x, w), in_dims=(1, None))(xt, w)
+        want = torch.stack([ops.example.scale_rows(xt[:, b], w) for b in range(3)])
+        self.assertTrue(torch.equal(got, want))
+
+    def test_an_empty_batch(self):
+        got = torch.func.vmap(lambda x: ops.example.rms_norm_t(x, eps=EPS))(torch.zeros(0, 4, 6))
+        self.assertEqual(got.shape, (0, 4, 6))
+        got = torch.func.vmap(lambda x: ops.example.checked_sqrt(x))(torch.zeros(0, 3))
+        self.assertEqual(got.shape, (0, 3))
 
 
 class Compile(unittest.TestCase):

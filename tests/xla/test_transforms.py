@@ -84,6 +84,28 @@ class Vmap(unittest.TestCase):
                      "my_custom_library::custom_op_external"):
             self.assertEqual(rules[name], "sequential", name)
 
+    def test_rows_rule_with_an_unbatched_operand_and_another_axis(self):
+        """scale_rows with x batched along its axis 1 and w unbatched (broadcast first)."""
+        xt = RNG.normal(size=(4, 3, 6))           # batch on axis 1
+        w = RNG.uniform(0.5, 2.0, size=4)
+        got = jax.vmap(lambda x, w: OPS.example.scale_rows(x, w), in_axes=(1, None))(xt, w)
+        want = np.stack([OPS.example.scale_rows(xt[:, b], w) for b in range(3)])
+        np.testing.assert_array_equal(got, want)
+
+    def test_an_empty_batch(self):
+        got = jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS))(np.zeros((0, 4, 6)))
+        self.assertEqual(got.shape, (0, 4, 6))
+        got = jax.vmap(lambda x: OPS.example.checked_sqrt(x))(np.zeros((0, 3), np.float32))
+        self.assertEqual(got.shape, (0, 3))
+
+    def test_operands_and_attributes_are_checked(self):
+        with self.assertRaises(TypeError) as cm:
+            OPS.example.rms_norm_t(np.ones((2, 3)), 1e-3)
+        self.assertIn("attributes are keyword arguments (eps)", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            OPS.example.rms_norm_t(np.ones((2, 3)), epsilon=1e-3)
+        self.assertIn("has no attribute epsilon", str(cm.exception))
+
     def test_nested_vmap(self):
         xs = RNG.normal(size=(2, 3, 4, 6))
         got = jax.vmap(jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS)))(xs)
@@ -136,7 +158,7 @@ class Grad(unittest.TestCase):
         want = np.stack([jax.grad(f)(x) for x in xs])
         np.testing.assert_array_equal(got, want)
 
-    def test_externals_and_attributes_get_no_gradient(self):
+    def test_externals_get_no_gradient(self):
         taps = np.frombuffer(LIB.pack("example::Taps", {"bias": 1.0, "taps": [2.0] * 16}),
                              np.uint8)
         x = np.ones((2, 3), np.float32)
@@ -207,6 +229,27 @@ class Export(unittest.TestCase):
         back = jax.export.deserialize(exp.serialize())
         self.assertEqual([e.__dict__ for e in externals(back)], want)
         for a, b in zip(back.call(self.blob, self.x), jax.jit(self.model)(self.blob, self.x)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    def test_names_with_an_unused_argument_a_nested_jit_and_a_loop(self):
+        """The annotation names the function's parameter, also when jax.export drops an unused
+        argument; a call in a nested jit (a private function) or in vmap's loop (a while body)
+        is traced back to the entry argument."""
+        taps = np.frombuffer(LIB.pack("example::Taps", {"bias": 1.0, "taps": [2.0] * 16}),
+                             np.uint8)
+        xs = np.ones((3, 2, 4), np.float32)
+        inner = jax.jit(lambda b, x: OPS.example.passthrough(b, x))
+
+        def f(unused, blob, taps, xs):
+            looped = jax.vmap(lambda x: OPS.example.apply_taps(taps, x))(xs)
+            return inner(blob, xs[0]), looped
+
+        exp = export(f, np.zeros(2, np.float32), self.blob, taps, xs, lib=LIB)
+        got = {e.name: e.descriptor for e in externals(exp)}
+        self.assertEqual(got, {"blob": "my_lib::Blob", "taps": "example::Taps"})
+        back = jax.export.deserialize(exp.serialize())
+        for a, b in zip(back.call(np.zeros(2, np.float32), self.blob, taps, xs),
+                        jax.jit(f)(np.zeros(2, np.float32), self.blob, taps, xs)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
     def test_only_the_library_targets_are_allowed(self):

@@ -537,6 +537,14 @@ pub fn mean_pool<T: Real>(
     #[out(shape = [x.dim(0), (x.dim(1) - k) / stride + 1])] mut y: TensorMut<'_, T, 2>,
 ) -> Result<(), OpError> {
     let (k, stride) = pool_window(k, stride)?;
+    // The shape rule's division rounds toward zero: a row shorter than a window still gets
+    // one output, which no window fills.
+    if x.dim(1) < k {
+        return Err(OpError::invalid_argument(format!(
+            "rows of {} elements are shorter than a window of k = {k}",
+            x.dim(1)
+        )));
+    }
     let (n, m) = (x.dim(1).max(1), y.dim(1).max(1));
     for (row, out) in x.as_slice().chunks(n).zip(y.as_mut_slice().chunks_mut(m)) {
         for (j, o) in out.iter_mut().enumerate() {
@@ -654,22 +662,17 @@ pub fn scale_rows_bwd<T: Real>(
             d_y.dims()
         )));
     }
-    let cols = x.dim(1).max(1);
-    let dw = d_w.as_mut_slice();
-    for (i, ((row, dy), out)) in x
-        .as_slice()
-        .chunks(cols)
-        .zip(d_y.as_slice().chunks(cols))
-        .zip(d_x.as_mut_slice().chunks_mut(cols))
-        .enumerate()
-    {
-        let wi = w.as_slice()[i].to_f64();
+    let (dx, dw) = (d_x.as_mut_slice(), d_w.as_mut_slice());
+    // Row by row, so that every d_w[i] is written also when rows are empty.
+    for (i, (wi, dwi)) in w.as_slice().iter().zip(dw.iter_mut()).enumerate() {
+        let span = i * x.dim(1)..(i + 1) * x.dim(1);
+        let (row, dy) = (&x.as_slice()[span.clone()], &d_y.as_slice()[span.clone()]);
         let mut acc = 0f64;
-        for ((o, v), g) in out.iter_mut().zip(row).zip(dy) {
-            *o = T::from_f64(g.to_f64() * wi);
+        for ((o, v), g) in dx[span].iter_mut().zip(row).zip(dy) {
+            *o = T::from_f64(g.to_f64() * wi.to_f64());
             acc += g.to_f64() * v.to_f64();
         }
-        dw[i] = T::from_f64(acc);
+        *dwi = T::from_f64(acc);
     }
     Ok(())
 }
