@@ -106,6 +106,19 @@ class Vmap(unittest.TestCase):
             OPS.example.rms_norm_t(np.ones((2, 3)), epsilon=1e-3)
         self.assertIn("has no attribute epsilon", str(cm.exception))
 
+    def test_a_side_effect_whose_result_is_unused_is_kept(self):
+        """Through lib.ops' custom_vjp and custom_vmap wrappers, jit still keeps a side-effecting
+        op whose result nobody reads."""
+        blob = np.frombuffer(LIB.pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 0,
+                                                       "tag": [0] * 16}), np.uint8)
+
+        def f(blob, x):
+            OPS.my_custom_library.custom_op_external(blob, x)
+            return x + 1
+
+        text = jax.jit(f).lower(blob, np.ones((3, 2), np.float32)).as_text()
+        self.assertIn("stablehlo.custom_call @my_custom_library.custom_op_external(", text)
+
     def test_nested_vmap(self):
         xs = RNG.normal(size=(2, 3, 4, 6))
         got = jax.vmap(jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS)))(xs)
