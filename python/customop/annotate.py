@@ -10,12 +10,34 @@ from typing import Any
 
 from .manifest import ExternalParam, Layout, OpaqueResult, OpSchema, UpdatedExternal
 
-__all__ = ["ExportError", "walk", "trace_external", "bytes_made", "whole_bytes", "set_signature",
+__all__ = ["ExportError", "find_main", "record_external", "walk", "trace_external", "bytes_made", "whole_bytes", "set_signature",
            "set_arg_attrs"]
 
 
 class ExportError(ValueError):
     """A torch_xla export that customop cannot annotate or run, with why and what to do."""
+
+
+def find_main(ir: Any, module: Any, producer: str) -> Any:
+    """The module's `@main` function; `producer` names who made the module, for the error."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(
+                op.attributes["sym_name"]).value == "main":
+            return op
+    raise ExportError("%s's module has no @main function" % producer)
+
+
+def record_external(found: dict[int, tuple[ExternalParam, str]], index: int,
+                    param: ExternalParam, op: str) -> None:
+    """Records that entry argument `index` is external `param` of op `op`; one argument cannot
+    be two descriptors."""
+    prev = found.get(index)
+    if prev and prev[0].descriptor.fingerprint != param.descriptor.fingerprint:
+        raise ExportError(
+            "entry argument %d is external `%s` of %s (%s) and `%s` of %s (%s): one buffer "
+            "cannot be two descriptors" % (index, prev[0].name, prev[1], prev[0].descriptor.name,
+                                           param.name, op, param.descriptor.name))
+    found[index] = (param, op)
 
 
 def walk(op: Any) -> Any:

@@ -17,7 +17,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .annotate import ExportError, set_arg_attrs, trace_external, walk
+from .annotate import (ExportError, find_main, record_external, set_arg_attrs, trace_external,
+                       walk)
 from .manifest import ExternalParam, OpSchema
 
 if TYPE_CHECKING:
@@ -63,13 +64,7 @@ def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library])
     ctx = jmlir.make_ir_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(exp.mlir_module())
-        main = None
-        for op in module.body.operations:
-            if op.operation.name == "func.func" and ir.StringAttr(
-                    op.attributes["sym_name"]).value == "main":
-                main = op
-        if main is None:
-            raise ExportError("jax.export's module has no @main function")
+        main = find_main(ir, module, "jax.export")
         block = main.regions[0].blocks[0]
         found: dict[int, tuple[ExternalParam, str]] = {}
         # Every function: a call may sit in a private one (a nested jit, a loop body).
@@ -85,14 +80,7 @@ def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library])
                 index = trace_external(ir, op.operands[k], block, sch, p, by_target, module)
                 if index is None:
                     continue  # bytes another call of the library made
-                prev = found.get(index)
-                if prev and prev[0].descriptor.fingerprint != p.descriptor.fingerprint:
-                    raise ExportError(
-                        "entry argument %d is external `%s` of %s (%s) and `%s` of %s (%s): one "
-                        "buffer cannot be two descriptors" % (
-                            index, prev[0].name, prev[1], prev[0].descriptor.name,
-                            p.name, sch.name, p.descriptor.name))
-                found[index] = (p, sch.name)
+                record_external(found, index, p, sch.name)
         annotated = []
         for index in sorted(found):
             p, opname = found[index]

@@ -224,8 +224,6 @@ def _differentiable(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
     sch = lib.op(name).schema
     forward = _batched(lib, name, attrs)
     f = jax.custom_vjp(forward)
-    names = [p.name for p in sch.operands]
-    result_names = [r.name for r in sch.results]
 
     def fwd(*operands: Any) -> Any:
         out = forward(*operands)
@@ -239,21 +237,10 @@ def _differentiable(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
                 "%s has no gradient: it declares no backward op (`#[custom_op(vjp = ...)]`), so "
                 "jax.grad cannot go through it. Apply jax.lax.stop_gradient to its inputs when "
                 "no gradient needs to flow through it." % name)
-        outs, cts = _results(out), _results(cts)
-        args: list[Any] = []
-        battrs: dict[str, Any] = {}
-        for i in vjp.inputs:
-            if i.source == "input":
-                args.append(operands[names.index(i.of)])
-            elif i.source == "output":
-                args.append(outs[result_names.index(i.of)])
-            elif i.source == "cotangent":
-                args.append(cts[result_names.index(i.of)])
-            else:
-                battrs[i.param] = attrs[i.of]
+        args, battrs = vjp.backward_arguments(sch, operands, _results(out), _results(cts),
+                                              attrs)
         grads = _results(_batched(lib, vjp.op, battrs)(*args))
-        by_input = {of: grads[k] for k, (_, of) in enumerate(vjp.gradients)}
-        return tuple(by_input.get(n) for n in names)
+        return tuple(vjp.input_gradients(sch, grads))
 
     f.defvjp(fwd, bwd)
     return f

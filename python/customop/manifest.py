@@ -16,7 +16,7 @@ kinds come from the manifest's `element_types`, which the runtime writes from it
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -307,6 +307,31 @@ class Vjp:
     op: str
     inputs: tuple[VjpInput, ...]
     gradients: tuple[tuple[str, str], ...]
+
+    def backward_arguments(self, forward: OpSchema, operands: Sequence[Any],
+                           outputs: Sequence[Any], cotangents: Sequence[Any],
+                           attrs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The backward op's operands and attributes, from a forward call of `forward`: its
+        operands and attributes as given, its outputs and their cotangents (by result index)."""
+        names = [p.name for p in forward.operands]
+        results = [r.name for r in forward.results]
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for i in self.inputs:
+            if i.source == "input":
+                args.append(operands[names.index(i.of)])
+            elif i.source == "output":
+                args.append(outputs[results.index(i.of)])
+            elif i.source == "cotangent":
+                args.append(cotangents[results.index(i.of)])
+            else:
+                kwargs[i.param] = attrs[i.of]
+        return args, kwargs
+
+    def input_gradients(self, forward: OpSchema, results: Sequence[Any]) -> list[Any]:
+        """Per operand of `forward`, its gradient among the backward op's `results`, or None."""
+        by_input = {of: results[k] for k, (_, of) in enumerate(self.gradients)}
+        return [by_input.get(p.name) for p in forward.operands]
 
 
 @dataclass(frozen=True)

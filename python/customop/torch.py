@@ -409,8 +409,6 @@ def _autograd_kernel(op: Any, sch: OpSchema) -> Any:
     with `save_for_backward`), or, for an op that declares none, raises `NoGradientError`
     (without it, torch only warns and leaves `.grad` None)."""
     name = sch.name
-    operand_names = [p.name for p in sch.operands]
-    result_names = [r.name for r in sch.results]
     vjp = sch.vjp
 
     def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -454,29 +452,13 @@ def _autograd_kernel(op: Any, sch: OpSchema) -> Any:
             backward_op = getattr(getattr(torch.ops, ns), short).default
             saved = ctx.saved_tensors
             args, outs = saved[:ctx.n_args], saved[ctx.n_args:]
-            attrs = dict(ctx.kwargs)
-            # Attributes given positionally follow the operands.
-            for p, v in zip(sch.attributes, args[len(operand_names):]):
-                attrs.setdefault(p.name, v)
-            bargs: list[Any] = []
-            battrs: dict[str, Any] = {}
-            for i in vjp.inputs:
-                if i.source == "input":
-                    bargs.append(args[operand_names.index(i.of)])
-                elif i.source == "output":
-                    bargs.append(outs[result_names.index(i.of)])
-                elif i.source == "cotangent":
-                    g = grads[result_names.index(i.of)]
-                    bargs.append(g.contiguous() if g is not None
-                                 else torch.zeros_like(outs[result_names.index(i.of)]))
-                else:
-                    battrs[i.param] = attrs[i.of]
+            # A cotangent autograd did not materialise is zero.
+            cts = [g.contiguous() if g is not None else torch.zeros_like(o)
+                   for g, o in zip(grads, outs)]
+            bargs, battrs = vjp.backward_arguments(sch, args, outs, cts, ctx.kwargs)
             got = backward_op(*bargs, **battrs)
             got = list(got) if isinstance(got, tuple) else [got]
-            by_input = {of: got[k] for k, (_, of) in enumerate(vjp.gradients)}
-            return (None, None, *[by_input.get(n) if k < len(operand_names) else None
-                                  for k, n in enumerate(operand_names + [""] * (
-                                      ctx.n_args - len(operand_names)))])
+            return (None, None, *vjp.input_gradients(sch, got))
 
     function = NoGradient if vjp is None else WithGradient
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .annotate import ExportError, set_arg_attrs, set_signature, trace_external, walk
+from .annotate import (ExportError, find_main, record_external, set_arg_attrs, set_signature,
+                       trace_external, walk)
 from .crosscheck import cross_check
 from .manifest import ExternalParam, OpSchema
 
@@ -236,13 +237,7 @@ def _annotate(text: str, by_target: dict[str, OpSchema],
     ctx = jmlir.make_ir_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
-        main = None
-        for op in module.body.operations:
-            if op.operation.name == "func.func" and ir.StringAttr(
-                    op.attributes["sym_name"]).value == "main":
-                main = op
-        if main is None:
-            raise ExportError("torch_xla's module has no @main function")
+        main = find_main(ir, module, "torch_xla")
         block = main.regions[0].blocks[0]
         found: dict[int, tuple[ExternalParam, str]] = {}   # arg index -> (param, op name)
         in_module: dict[str, int] = {}
@@ -265,14 +260,7 @@ def _annotate(text: str, by_target: dict[str, OpSchema],
                 index = trace_external(ir, op.operands[k], block, sch, p, by_target)
                 if index is None:
                     continue  # the bytes another call of the library made (an opaque result)
-                prev = found.get(index)
-                if prev and prev[0].descriptor.fingerprint != p.descriptor.fingerprint:
-                    raise ExportError(
-                        "entry argument %d is external `%s` of %s (%s) and `%s` of %s (%s): one "
-                        "buffer cannot be two descriptors" % (
-                            index, prev[0].name, prev[1], prev[0].descriptor.name,
-                            p.name, sch.name, p.descriptor.name))
-                found[index] = (p, sch.name)
+                record_external(found, index, p, sch.name)
                 # The call takes the argument itself (the identity, converts and reshapes
                 # torch_xla put between them go unused, and are erased below).
                 op.operands[k] = block.arguments[index]
