@@ -52,6 +52,8 @@ pub struct ParamSig {
     pub role: Role,
     /// Its element type (tensors).
     pub dtype: SigDtype,
+    /// Its rank, when the signature fixes it (tensors).
+    pub rank: Option<usize>,
     /// For an output with `shape = x`, `x`; otherwise empty.
     pub shape_of: &'static str,
     /// For an attribute or an external, its Rust type as written (compared as text).
@@ -99,6 +101,22 @@ impl Msg {
         }
         self
     }
+    /// A tensor's element type and, when fixed, its rank: `f32` or `rank-2 f32`.
+    const fn push_tensor(self, p: ParamSig) -> Msg {
+        let m = match p.rank {
+            Some(r) if r < 10 => {
+                let digit = [b'0' + r as u8];
+                match core::str::from_utf8(&digit) {
+                    Ok(d) => self.push("rank-").push(d).push(" "),
+                    Err(_) => self,
+                }
+            }
+            Some(_) => self.push("high-rank "),
+            None => self,
+        };
+        m.push_dtype(p.dtype)
+    }
+
     const fn push_dtype(self, d: SigDtype) -> Msg {
         match d {
             SigDtype::None => self.push("not a tensor"),
@@ -208,6 +226,15 @@ const fn same_dtype(a: SigDtype, b: SigDtype) -> bool {
         }
         _ => false,
     }
+}
+
+/// The same element type, and the same rank where both fix one.
+const fn same_tensor(a: ParamSig, b: ParamSig) -> bool {
+    let ranks = match (a.rank, b.rank) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    };
+    ranks && same_dtype(a.dtype, b.dtype)
 }
 
 const fn differentiable_type(t: ElementType) -> bool {
@@ -364,18 +391,18 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
                 .push(b.name)
                 .push("`"));
         }
-        if !same_dtype(out.dtype, b.dtype) {
+        if !same_tensor(out, b) {
             return Err(head(fwd, bwd)
                 .push("`")
                 .push(b.name)
                 .push("`, the cotangent of output `")
                 .push(of)
                 .push("`, is a tensor of ")
-                .push_dtype(b.dtype)
+                .push_tensor(b)
                 .push(", but `")
                 .push(of)
                 .push("` is ")
-                .push_dtype(out.dtype));
+                .push_tensor(out));
         }
         return Ok(());
     }
@@ -390,14 +417,14 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
             ));
     };
     let ok = match (b.role, f.role) {
-        (Role::Input, Role::Input | Role::Output) => same_dtype(b.dtype, f.dtype),
+        (Role::Input, Role::Input | Role::Output) => same_tensor(b, f),
         (Role::Attr, Role::Attr) | (Role::External, Role::External) => str_eq(b.ty, f.ty),
         _ => false,
     };
     if !ok {
         let m = head(fwd, bwd).push("`").push(b.name).push("` is ");
         let m = match b.role {
-            Role::Input => m.push("a tensor of ").push_dtype(b.dtype),
+            Role::Input => m.push("a tensor of ").push_tensor(b),
             Role::Attr => m.push("an attribute of type `").push(b.ty).push("`"),
             _ => m.push("an external of type `").push(b.ty).push("`"),
         };
@@ -406,7 +433,7 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
             .push(f.name)
             .push("` is ");
         let m = match f.role {
-            Role::Input | Role::Output => m.push("a tensor of ").push_dtype(f.dtype),
+            Role::Input | Role::Output => m.push("a tensor of ").push_tensor(f),
             Role::Attr => m.push("an attribute of type `").push(f.ty).push("`"),
             _ => m.push("an external of type `").push(f.ty).push("`"),
         };
@@ -445,16 +472,16 @@ const fn check_gradient(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
             .push(b.name)
             .push("`"));
     }
-    if !same_dtype(input.dtype, b.dtype) {
+    if !same_tensor(input, b) {
         return Err(head(fwd, bwd)
             .push("`")
             .push(b.name)
             .push("` is a tensor of ")
-            .push_dtype(b.dtype)
+            .push_tensor(b)
             .push(", but `")
             .push(input.name)
             .push("` is ")
-            .push_dtype(input.dtype));
+            .push_tensor(input));
     }
     // Its shape is the input's: `shape = <input>`, or of a value known to have that shape.
     let s = b.shape_of;
@@ -548,6 +575,7 @@ mod tests {
             name,
             role,
             dtype,
+            rank: None,
             shape_of,
             ty: if matches!(role, Role::Attr) {
                 "f32"
@@ -657,6 +685,37 @@ mod tests {
         assert!(
             e.as_str()
                 .contains("`d_x` is a tensor of U (f32, f64), but `x` is T (f32, f64)"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn ranks_fixed_on_both_sides_must_agree() {
+        let ranked = |name, role, rank, shape_of| ParamSig {
+            rank: Some(rank),
+            ..param(name, role, F32, shape_of)
+        };
+        let fwd = Signature {
+            name: "t::r",
+            params: Box::leak(Box::new([
+                ranked("x", Role::Input, 2, ""),
+                ranked("y", Role::Output, 2, "x"),
+            ])),
+            opaque_result: false,
+        };
+        let bwd = |grad_rank| Signature {
+            name: "t::r_bwd",
+            params: Box::leak(Box::new([
+                ranked("d_y", Role::Input, 2, ""),
+                ranked("d_x", Role::Output, grad_rank, "d_y"),
+            ])),
+            opaque_result: false,
+        };
+        assert!(check(&fwd, &bwd(2)).is_ok());
+        let e = check(&fwd, &bwd(1)).unwrap_err();
+        assert!(
+            e.as_str()
+                .contains("`d_x` is a tensor of rank-1 f32, but `x` is rank-2 f32"),
             "{e:?}"
         );
     }

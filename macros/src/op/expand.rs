@@ -168,27 +168,40 @@ fn expand_signature(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     };
     let params = op.params.iter().filter_map(|prm| {
         let name = prm.ident.to_string();
-        let (role, dt, shape_of, ty) = match &prm.kind {
-            Kind::Tensor { elem, .. } => (quote!(Input), dtype(elem.ty), String::new(), String::new()),
-            Kind::Output { elem, shape, .. } => {
+        let none = String::new;
+        let (role, dt, rank, shape_of, ty) = match &prm.kind {
+            Kind::Tensor { elem, rank } => (quote!(Input), dtype(elem.ty), *rank, none(), none()),
+            Kind::Output {
+                elem, shape, rank, ..
+            } => {
                 let of = match shape {
                     Some(ShapeRule::Of(src)) => src.to_string(),
-                    _ => String::new(),
+                    _ => none(),
                 };
-                (quote!(Output), dtype(elem.ty), of, String::new())
+                (quote!(Output), dtype(elem.ty), *rank, of, none())
             }
             Kind::Attr(_) => {
                 let ty = prm.ty;
-                (quote!(Attr), quote!(#v::SigDtype::None), String::new(), quote!(#ty).to_string())
+                let sig = quote!(#v::SigDtype::None);
+                (quote!(Attr), sig, None, none(), quote!(#ty).to_string())
             }
             Kind::External { inner, mutable, .. } => {
-                let role = if *mutable { quote!(ExternalMut) } else { quote!(External) };
-                (role, quote!(#v::SigDtype::None), String::new(), quote!(#inner).to_string())
+                let role = if *mutable {
+                    quote!(ExternalMut)
+                } else {
+                    quote!(External)
+                };
+                let sig = quote!(#v::SigDtype::None);
+                (role, sig, None, none(), quote!(#inner).to_string())
             }
             Kind::Invalid(..) => return None,
         };
+        let rank = option_usize(&rank);
         Some(quote! {
-            #v::ParamSig { name: #name, role: #v::Role::#role, dtype: #dt, shape_of: #shape_of, ty: #ty }
+            #v::ParamSig {
+                name: #name, role: #v::Role::#role, dtype: #dt, rank: #rank,
+                shape_of: #shape_of, ty: #ty,
+            }
         })
     });
     let opaque = matches!(op.ret, Ret::Opaque(_));

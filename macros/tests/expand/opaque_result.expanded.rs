@@ -71,6 +71,7 @@ pub mod make_stats {
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
                         <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                     ),
+                    rank: ::core::option::Option::None,
                     shape_of: "",
                     ty: "",
                 },

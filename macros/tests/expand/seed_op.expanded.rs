@@ -98,6 +98,7 @@ pub mod custom_op_external {
                     name: "blob",
                     role: ::customop::__private::vjp::Role::External,
                     dtype: ::customop::__private::vjp::SigDtype::None,
+                    rank: ::core::option::Option::None,
                     shape_of: "",
                     ty: "Blob",
                 },
@@ -107,6 +108,7 @@ pub mod custom_op_external {
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
                         <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                     ),
+                    rank: ::core::option::Option::Some(2usize),
                     shape_of: "",
                     ty: "",
                 },
@@ -116,6 +118,7 @@ pub mod custom_op_external {
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
                         <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                     ),
+                    rank: ::core::option::Option::None,
                     shape_of: "",
                     ty: "",
                 },

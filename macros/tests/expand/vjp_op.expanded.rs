@@ -89,6 +89,7 @@ pub mod scale {
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
                         <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                     ),
+                    rank: ::core::option::Option::None,
                     shape_of: "",
                     ty: "",
                 },
@@ -96,6 +97,7 @@ pub mod scale {
                     name: "k",
                     role: ::customop::__private::vjp::Role::Attr,
                     dtype: ::customop::__private::vjp::SigDtype::None,
+                    rank: ::core::option::Option::None,
                     shape_of: "",
                     ty: "f32",
                 },
@@ -105,6 +107,7 @@ pub mod scale {
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
                         <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
                     ),
+                    rank: ::core::option::Option::None,
                     shape_of: "x",
                     ty: "",
                 },

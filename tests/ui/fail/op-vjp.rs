@@ -91,6 +91,18 @@ pub fn g_bwd(i: TensorRef<'_, i32>, #[out(shape = i)] d_i: TensorMut<'_, i32>) -
     Ok(())
 }
 
+// A residual of another rank than the forward's input.
+#[custom_op(name = "ui::j", vjp = j_bwd)]
+pub fn j(x: TensorRef<'_, f32, 2>, #[out(shape = x)] y: TensorMut<'_, f32, 2>) -> Result<(), OpError> {
+    let _ = (x, y);
+    Ok(())
+}
+#[custom_op(name = "ui::j_bwd")]
+pub fn j_bwd(x: TensorRef<'_, f32, 1>, d_y: TensorRef<'_, f32, 2>, #[out(shape = x)] d_x: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, d_y, d_x);
+    Ok(())
+}
+
 // Not an op, and not a path.
 #[custom_op(name = "ui::h", vjp = no_such_bwd)]
 pub fn h(x: TensorRef<'_, f32>, #[out(shape = x)] y: TensorMut<'_, f32>) -> Result<(), OpError> {
