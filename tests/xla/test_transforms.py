@@ -23,6 +23,7 @@ from jax.test_util import check_grads  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import samples  # noqa: E402
+from customop import crosscheck  # noqa: E402
 from customop.jax_ops import NoGradientError  # noqa: E402
 from customop.xla import ExportError, Library, export, externals  # noqa: E402
 
@@ -66,7 +67,9 @@ class Vmap(unittest.TestCase):
                 op, attrs = OPS[call.op], jax_attrs(call.attrs)
                 batch = call.batch()
                 in_axes = tuple(0 if i in call.batched else None for i in range(len(batch)))
-                got = as_list(jax.jit(jax.vmap(lambda *a: op(*a, **attrs), in_axes))(*batch))
+                # Run by jaxlib and, in the test suite, by the Rust PJRT runner too.
+                got = as_list(crosscheck.jit(PATH, jax.vmap(lambda *a: op(*a, **attrs),
+                                                            in_axes))(*batch))
                 loop = [as_list(op(*[b[k] if i in call.batched else b
                                      for i, b in enumerate(batch)], **attrs))
                         for k in range(3)]
@@ -150,7 +153,8 @@ class Grad(unittest.TestCase):
             (lambda x: OPS.example.rms_norm_t(x, eps=EPS), rms_norm_ref),
             (lambda x: OPS.example.mean_pool(x, k=2, stride=1), lambda x: mean_pool_ref(x, 2, 1)),
         ]:
-            got = jax.jit(jax.grad(lambda x: jnp.sum(jnp.sin(f(x)) * c[:, :f(x).shape[1]])))(self.X)
+            got = crosscheck.jit(PATH, jax.grad(
+                lambda x: jnp.sum(jnp.sin(f(x)) * c[:, :f(x).shape[1]])))(self.X)
             want = jax.grad(lambda x: jnp.sum(jnp.sin(ref(x)) * c[:, :ref(x).shape[1]]))(self.X)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
         gx, gw = jax.jit(jax.grad(lambda x, w: jnp.sum(OPS.example.scale_rows(x, w) ** 2),
@@ -203,7 +207,7 @@ class Training(unittest.TestCase):
         def loss(w, norm, pool):
             return jnp.mean((pool(norm(x @ w)) - target) ** 2)
 
-        ours = jax.jit(jax.value_and_grad(lambda w: loss(
+        ours = crosscheck.jit(PATH, jax.value_and_grad(lambda w: loss(
             w, lambda h: OPS.example.rms_norm_t(h, eps=EPS),
             lambda h: OPS.example.mean_pool(h, k=2, stride=2))))
         ref = jax.jit(jax.value_and_grad(lambda w: loss(
