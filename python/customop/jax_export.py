@@ -110,23 +110,19 @@ def externals(exp: Any) -> list[External]:
 
     out = []
     with jmlir.make_ir_context(), ir.Location.unknown():
-        module = ir.Module.parse(exp.mlir_module())
-        for op in module.body.operations:
-            if op.operation.name != "func.func" or ir.StringAttr(
-                    op.attributes["sym_name"]).value != "main":
+        main = find_main(ir, ir.Module.parse(exp.mlir_module()), "jax.export")
+        if "arg_attrs" not in main.attributes:
+            return out
+        for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
+            d = ir.DictAttr(d)
+            if "customop.external" not in d:
                 continue
-            if "arg_attrs" not in op.attributes:
-                return out
-            for i, d in enumerate(ir.ArrayAttr(op.attributes["arg_attrs"])):
-                d = ir.DictAttr(d)
-                if "customop.external" not in d:
-                    continue
-                e = ir.DictAttr(d["customop.external"])
-                out.append(External(i, ir.StringAttr(e["name"]).value,
-                                    ir.StringAttr(e["descriptor"]).value,
-                                    ir.StringAttr(e["fingerprint"]).value,
-                                    ir.IntegerAttr(e["size"]).value,
-                                    ir.BoolAttr(e["mutable"]).value))
+            e = ir.DictAttr(d["customop.external"])
+            out.append(External(i, ir.StringAttr(e["name"]).value,
+                                ir.StringAttr(e["descriptor"]).value,
+                                ir.StringAttr(e["fingerprint"]).value,
+                                ir.IntegerAttr(e["size"]).value,
+                                ir.BoolAttr(e["mutable"]).value))
     return out
 
 

@@ -228,6 +228,20 @@ const fn same_dtype(a: SigDtype, b: SigDtype) -> bool {
     }
 }
 
+/// The forward output whose cotangent backward parameter `b` is (`d_<output>`), if it is one.
+const fn cotangent_of(fwd: &Signature, b: ParamSig) -> Option<ParamSig> {
+    if !matches!(b.role, Role::Input) {
+        return None;
+    }
+    match strip_d(b.name) {
+        Some(of) => match find(fwd, of) {
+            Some(out) if matches!(out.role, Role::Output) => Some(out),
+            _ => None,
+        },
+        None => None,
+    }
+}
+
 /// The same element type, and the same rank where both fix one.
 const fn same_tensor(a: ParamSig, b: ParamSig) -> bool {
     let ranks = match (a.rank, b.rank) {
@@ -348,12 +362,7 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
     let mut cotangents = 0;
     let mut i = 0;
     while i < bwd.params.len() {
-        let b = bwd.params[i];
-        if matches!(b.role, Role::Input)
-            && let Some(of) = strip_d(b.name)
-            && let Some(out) = find(fwd, of)
-            && matches!(out.role, Role::Output)
-        {
+        if cotangent_of(fwd, bwd.params[i]).is_some() {
             cotangents += 1;
         }
         i += 1;
@@ -376,11 +385,8 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
 #[allow(clippy::result_large_err)]
 const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result<(), Msg> {
     // The cotangent of an output.
-    if matches!(b.role, Role::Input)
-        && let Some(of) = strip_d(b.name)
-        && let Some(out) = find(fwd, of)
-        && matches!(out.role, Role::Output)
-    {
+    if let Some(out) = cotangent_of(fwd, b) {
+        let of = out.name;
         if !differentiable(out.dtype) {
             return Err(head(fwd, bwd)
                 .push("output `")
@@ -489,12 +495,9 @@ const fn check_gradient(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
         && (str_eq(s, input.name)
             || match find(bwd, s) {
                 Some(r) => {
-                    let of = match strip_d(r.name) {
-                        Some(o) if matches!(r.role, Role::Input) => match find(fwd, o) {
-                            Some(out) if matches!(out.role, Role::Output) => Some(out),
-                            _ => find(fwd, r.name),
-                        },
-                        _ => find(fwd, r.name),
+                    let of = match cotangent_of(fwd, r) {
+                        Some(out) => Some(out),
+                        None => find(fwd, r.name),
                     };
                     match of {
                         Some(out) => {
@@ -529,14 +532,8 @@ pub fn schema(fwd: &Signature, bwd: &Signature) -> VjpSchema {
             }
             continue;
         }
-        let cotangent = match strip_d(b.name) {
-            Some(of) if b.role == Role::Input => {
-                find(fwd, of).filter(|o| o.role == Role::Output).map(|_| of)
-            }
-            _ => None,
-        };
-        let (source, of) = match cotangent {
-            Some(of) => (ResidualSource::Cotangent, of),
+        let (source, of) = match cotangent_of(fwd, *b) {
+            Some(out) => (ResidualSource::Cotangent, out.name),
             None => match find(fwd, b.name).map(|f| f.role) {
                 Some(Role::Output) => (ResidualSource::Output, b.name),
                 Some(Role::Attr) => (ResidualSource::Attribute, b.name),
