@@ -99,6 +99,20 @@ class Gradients(unittest.TestCase):
             (yb.sin() * c[:, :yb.shape[1]]).sum().backward()
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-14)
 
+    def test_every_dtype_of_rms_norm_t_differentiates(self):
+        """backward() in each type of rms_norm_t's list against plain torch in f64 on the same
+        (rounded) inputs; tolerance a few ulps of the type."""
+        c = torch.randn(4, 6, dtype=torch.float64)
+        for dtype, tol in [(torch.float32, 1e-5), (torch.float64, 1e-12),
+                           (torch.bfloat16, 3e-2), (torch.float16, 4e-3)]:
+            with self.subTest(dtype=dtype):
+                x = self.X.to(dtype).clone().requires_grad_()
+                (ops.example.rms_norm_t(x, eps=EPS).double() * c).sum().backward()
+                ref = self.X.to(dtype).double().clone().requires_grad_()
+                (rms_norm_ref(ref) * c).sum().backward()
+                self.assertEqual(x.grad.dtype, dtype)
+                torch.testing.assert_close(x.grad.double(), ref.grad, rtol=tol, atol=tol)
+
     def test_an_op_without_a_backward_still_refuses(self):
         x = torch.ones(3, requires_grad=True)
         with self.assertRaises(ct.NoGradientError):

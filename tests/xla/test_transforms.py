@@ -164,6 +164,22 @@ class Grad(unittest.TestCase):
         np.testing.assert_allclose(gx, rx, rtol=1e-13)
         np.testing.assert_allclose(gw, rw, rtol=1e-13)
 
+    def test_every_dtype_of_rms_norm_t_differentiates(self):
+        """The backward in each type of `dtypes(T = [f32, f64, bf16, f16])`, against jnp's
+        gradient in f64 on the same (rounded) inputs; tolerance a few ulps of the type."""
+        import ml_dtypes
+        c = RNG.normal(size=(4, 6))
+        want = jax.grad(lambda x: jnp.sum(rms_norm_ref(x) * c))
+        for dtype, tol in [(np.float32, 1e-5), (np.float64, 1e-12),
+                           (ml_dtypes.bfloat16, 3e-2), (np.float16, 4e-3)]:
+            with self.subTest(dtype=dtype):
+                x = self.X.astype(dtype)
+                got = crosscheck.jit(PATH, jax.grad(lambda x: jnp.sum(
+                    OPS.example.rms_norm_t(x, eps=EPS).astype(jnp.float64) * c)))(x)
+                self.assertEqual(got.dtype, np.dtype(dtype))
+                np.testing.assert_allclose(np.asarray(got, np.float64),
+                                           want(x.astype(np.float64)), rtol=tol, atol=tol)
+
     def test_vmap_of_grad_is_the_loop_of_grads(self):
         xs = RNG.normal(size=(3, 4, 6))
 
