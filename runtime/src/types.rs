@@ -189,6 +189,31 @@ impl ElementType {
         )
     }
 
+    /// XLA's name of this type (`PrimitiveType`: `PRED`, `S8`, ..., `F8E4M3FN`), as the XLA
+    /// FFI header (`XLA_FFI_DataType_<name>`) and the PJRT header (`PJRT_Buffer_Type_<name>`)
+    /// spell their constants.
+    pub const fn xla_name(self) -> &'static str {
+        match self {
+            ElementType::Bool => "PRED",
+            ElementType::I8 => "S8",
+            ElementType::I16 => "S16",
+            ElementType::I32 => "S32",
+            ElementType::I64 => "S64",
+            ElementType::U8 => "U8",
+            ElementType::U16 => "U16",
+            ElementType::U32 => "U32",
+            ElementType::U64 => "U64",
+            ElementType::F32 => "F32",
+            ElementType::F64 => "F64",
+            ElementType::F16 => "F16",
+            ElementType::BF16 => "BF16",
+            ElementType::C64 => "C64",
+            ElementType::C128 => "C128",
+            ElementType::F8E4M3FN => "F8E4M3FN",
+            ElementType::F8E5M2 => "F8E5M2",
+        }
+    }
+
     /// The `XLA_FFI_DataType` code of this type (from `xla/ffi/api/c_api.h`).
     pub const fn xla_code(self) -> u32 {
         match self {

@@ -141,7 +141,7 @@ fn rust_layout() -> BTreeMap<String, usize> {
     // Each element type's `XLA_FFI_DataType` code, printed from the header's enum constant.
     for t in ElementType::ALL {
         m.insert(
-            format!("XLA_FFI_DataType_{}", customop_xla::xla_type_name(t)),
+            format!("XLA_FFI_DataType_{}", t.xla_name()),
             t.xla_code() as usize,
         );
     }
@@ -153,12 +153,13 @@ fn abi_structs_match_the_installed_header() {
     let rust = rust_layout();
     let mut exprs: BTreeMap<String, String> = rust
         .keys()
-        .map(|key| (key.clone(), customop_xla::layout_expr(key)))
+        .map(|key| (key.clone(), customop_c_layout::layout_expr(key)))
         .collect();
     exprs.insert("enum".into(), "sizeof(XLA_FFI_DataType)".into());
     // The harness's venv has jaxlib and its headers.
     let include = customop_xla::Harness::get().ffi_include_dir();
-    let c_layout = customop_xla::c_values(&include, "xla/ffi/api/c_api.h", "ffi-layout", &exprs);
+    let c_layout =
+        customop_c_layout::c_values(&include, "xla/ffi/api/c_api.h", "ffi-layout", &exprs);
     assert_eq!(c_layout["enum"], 4, "enums are 32-bit");
     for (k, v) in &rust {
         assert_eq!(

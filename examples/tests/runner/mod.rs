@@ -59,29 +59,6 @@ fn run_seed(exe: &Executable, x: &[f32], name: &str, b: &k::Blob) -> Vec<i8> {
 }
 
 #[test]
-fn the_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
-    let plugin = Plugin::locate().unwrap();
-    assert_eq!(plugin.api_version(), (0, 81));
-    assert_eq!(plugin.stablehlo_current_version(), Some(&[1, 13, 3][..]));
-    assert_eq!(plugin.stablehlo_minimum_version(), Some(&[0, 9, 0][..]));
-    assert!(plugin.has_ffi());
-    // Given struct_size 0, the plugin names the size it reads: ours.
-    // SAFETY: the pinned plugin checks struct_size first (what this test shows).
-    let e = unsafe { plugin.probe_register_handler_size() }
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains(&format!(
-            "expected {}, got 0",
-            customop::pjrt::sys::PJRT_FFI_Register_Handler_Args::STRUCT_SIZE
-        )),
-        "{e}"
-    );
-    // The same plugin for the same path, once per process.
-    assert!(std::ptr::eq(plugin, Plugin::load(plugin.path()).unwrap()));
-}
-
-#[test]
 fn the_seed_model_runs_with_its_blob_given_by_name() {
     let module = customop_examples::seed_model().unwrap();
     let exe = client()
@@ -147,45 +124,17 @@ fn one_executable_runs_from_many_threads_at_once() {
     });
 }
 
-/// Outputs read in place and through `PJRT_Buffer_ToHostBuffer` are the same, for every
-/// element type the builder has an op for here (f32, i8, and a rank-0 result).
-#[test]
-fn outputs_read_in_place_equal_those_read_through_the_plugin() {
-    let mut m = Module::new();
-    let mut f = m.entry("main", [t(ElementType::F32, &[2, 3])]).unwrap();
-    let x = f.arg(0).unwrap();
-    let blob = f.external::<k::Blob>("external").unwrap();
-    let s = f.sine(&x).unwrap();
-    let y = k::custom_op_external::call(&mut f, &blob, &s).unwrap();
-    let total = f
-        .reduce(customop::lower::ReduceOp::Add, &s, &[0, 1])
-        .unwrap();
-    f.ret(&[&s, &y, &total]).unwrap();
-    let exe = client().compile(&Program::module(&m).unwrap()).unwrap();
-    let args = [
-        HostTensor::from_slice(&[2, 3], &[0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0]).unwrap(),
-        HostTensor::from_slice(&[56], &seed_blob().pack()).unwrap(),
-    ];
-    let a = exe.run(&args).unwrap();
-    let b = exe.run_reading_through_the_plugin(&args).unwrap();
-    assert_eq!(a, b);
-    assert_eq!(a[2].dims(), &[] as &[i64]);
-    assert_eq!(a[1].to_vec::<i8>().unwrap().len(), 2);
-}
-
 #[test]
 fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
     let module = customop_examples::seed_model().unwrap();
     let sig = Program::module(&module).unwrap().signature().cloned();
     let bytes = module.to_bytecode().unwrap();
     let (x, b) = (seed_x(), seed_blob());
-    let with_sig = client()
-        .compile(&Program::bytecode(&bytes, sig).unwrap())
-        .unwrap();
+    // SAFETY: the signature is read from the same module's text.
+    let with_sig = unsafe { Program::bytecode_with_signature(&bytes, sig.unwrap()) };
+    let with_sig = client().compile(&with_sig.unwrap()).unwrap();
     assert_eq!(run_seed(&with_sig, &x, "external", &b), vec![3, 5, -2]);
-    let bare = client()
-        .compile(&Program::bytecode(&bytes, None).unwrap())
-        .unwrap();
+    let bare = client().compile(&Program::bytecode(&bytes)).unwrap();
     let e = bare
         .inputs()
         .external("external", &b)
@@ -193,8 +142,16 @@ fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
         .to_string();
     assert!(e.contains("without a signature"), "{e}");
     let packed = HostTensor::from_slice(&[56], &b.pack()).unwrap();
-    let out = bare.run(&[x33(&x), packed]).unwrap();
+    let out = bare.run(&[x33(&x), packed.clone()]).unwrap();
     assert_eq!(out[0].to_vec::<i8>().unwrap(), vec![3, 5, -2]);
+    // Without a signature, the compiled parameters still refuse a buffer of the same size and
+    // another element type.
+    let ints = HostTensor::from_slice(&[3, 3], &[1i32; 9]).unwrap();
+    let e = bare.run(&[ints, packed]).unwrap_err().to_string();
+    assert!(
+        e.contains("the compiled program takes tensor<3x3xf32> on each device"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -246,6 +203,13 @@ fn bad_inputs_are_refused_before_the_plugin_sees_them() {
                 .and_then(|i| i.arg(x.clone()))
                 .and_then(|i| i.run()),
             "takes 1 arguments besides its externals; one more was given",
+        ),
+        (
+            exe.inputs()
+                .external("external", &b)
+                .and_then(|i| i.external("external", &b))
+                .and_then(|i| i.run()),
+            "external `external` was given twice",
         ),
         (
             exe.run(std::slice::from_ref(&x)),
@@ -578,7 +542,7 @@ fn placed_inputs_serve_many_executions_and_go_only_where_they_can() {
 fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
     // The portable artifact is serialised for the version the plugin reads (1.13.3; jaxlib's
     // own is newer, and the plugin refuses newer artifacts).
-    let version = Plugin::locate()
+    let version = Plugin::installed()
         .unwrap()
         .stablehlo_current_version()
         .unwrap()
@@ -615,9 +579,10 @@ fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();
-    let exe = client()
-        .compile(&Program::bytecode(&bytes, program.signature().cloned()).unwrap())
-        .unwrap();
+    // SAFETY: the signature is read from the same program's text.
+    let artifact =
+        unsafe { Program::bytecode_with_signature(&bytes, program.signature().cloned().unwrap()) };
+    let exe = client().compile(&artifact.unwrap()).unwrap();
     assert_eq!(run_seed(&exe, &x, "external", &b), eager);
 }
 
@@ -644,20 +609,88 @@ fn the_demo_binaries_run_through_pjrt() {
         stdout.contains("4 device(s): [5, 7, -4, -8, 2, 8, 0, -8]\nequal"),
         "{stdout}"
     );
-    // Without a plugin: a clear error naming where it looked.
+    // Without the installed plugin: a clear error naming where it looked.
     let (ok, _, stderr) = run(
         env!("CARGO_BIN_EXE_seed"),
-        &[
-            ("CUSTOMOP_PJRT_PLUGIN", "/nonexistent/plugin.so"),
-            ("CUSTOMOP_CACHE", "/nonexistent/cache"),
-        ],
+        &[("CUSTOMOP_CACHE", "/nonexistent/cache")],
     );
     assert!(!ok);
     assert!(
         stderr.contains(
-            "no PJRT plugin found; looked at /nonexistent/plugin.so, \
-             /nonexistent/cache/pjrt-cpu-0.0.1/xla_cpu_pjrt.so"
+            "no PJRT plugin found; looked at /nonexistent/cache/pjrt-cpu-0.0.1/xla_cpu_pjrt.so"
         ),
         "{stderr}"
     );
+    // A plugin path in the environment is never ignored: `Client::cpu` names it and refuses.
+    let (ok, _, stderr) = run(
+        env!("CARGO_BIN_EXE_seed"),
+        &[("CUSTOMOP_PJRT_PLUGIN", "/nonexistent/plugin.so")],
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("CUSTOMOP_PJRT_PLUGIN names /nonexistent/plugin.so: `Client::cpu` loads"),
+        "{stderr}"
+    );
+}
+
+/// XLA's handler registry has no lock of its own: registering while another thread compiles
+/// (which looks handlers up) would be a data race. The runner's process-wide lock makes
+/// registration exclusive and compilation shared. Here one thread registers 4,000 new targets
+/// (the example library's `checked_sqrt` handler under new names; the registry grows and
+/// rehashes many times) while two others compile and run programs calling ops, until the
+/// registering thread is done; every result must be right.
+#[test]
+fn registering_handlers_while_other_threads_compile_is_serialised() {
+    let c = client();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&customop::registry::manifest_json()).expect("the manifest is JSON");
+    let symbol = manifest["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["name"] == "example::checked_sqrt")
+        .and_then(|op| op["handler_symbol"].as_str())
+        .unwrap()
+        .to_string();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let compiled = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..4000 {
+                // SAFETY: the symbol is the library's generated XLA FFI handler of
+                // `checked_sqrt`; its new target names are never called.
+                unsafe { c.register_symbol(&example_kernels(), &format!("stress.t{i}"), &symbol) }
+                    .unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        for _ in 0..2 {
+            s.spawn(|| {
+                let module = customop_examples::seed_model().unwrap();
+                let (x, b) = (seed_x(), seed_blob());
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let exe = c.compile(&Program::module(&module).unwrap()).unwrap();
+                    assert_eq!(run_seed(&exe, &x, "external", &b), vec![3, 5, -2]);
+                    compiled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    assert!(compiled.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    // The new targets are registered for good: a second handler for one is refused.
+    let other = manifest["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["name"] == "example::unlucky")
+        .and_then(|op| op["handler_symbol"].as_str())
+        .unwrap();
+    {
+        // SAFETY: a generated handler of the same library; the call is refused.
+        let e = unsafe { c.register_symbol(&example_kernels(), "stress.t7", other) };
+        match e {
+            Err(e) => assert!(e.to_string().contains("already has another handler"), "{e}"),
+            Ok(()) => panic!("a second handler ({other}) for stress.t7 was accepted"),
+        }
+    }
 }

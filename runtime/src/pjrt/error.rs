@@ -121,6 +121,14 @@ pub enum RunError {
         /// What went wrong.
         message: String,
     },
+    /// `CUSTOMOP_PJRT_PLUGIN` names a file that does not exist or is not a PJRT plugin this
+    /// runner can drive (never a fall-back to the installed plugin).
+    PluginEnv {
+        /// The path the variable names.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A kernel library could not be loaded or its handlers found.
     Library {
         /// The library.
@@ -176,12 +184,17 @@ impl fmt::Display for RunError {
                 }
                 write!(
                     f,
-                    " (set CUSTOMOP_PJRT_PLUGIN to the plugin's .so, or run `bash scripts/setup.sh --pjrt`)"
+                    " (run `bash scripts/setup.sh --pjrt` to install the CPU plugin)"
                 )
             }
             RunError::Plugin { path, message } => {
                 write!(f, "PJRT plugin {}: {message}", path.display())
             }
+            RunError::PluginEnv { path, message } => write!(
+                f,
+                "CUSTOMOP_PJRT_PLUGIN names {}: {message}",
+                path.display()
+            ),
             RunError::Library { path, message } => {
                 write!(f, "kernel library {}: {message}", path.display())
             }

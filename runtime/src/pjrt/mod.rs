@@ -13,16 +13,32 @@
 //! the plugin does return is a [`RunError::Pjrt`] with its code and message. See the book's
 //! "Running from Rust" chapter.
 
+mod buffer;
+mod client;
+mod compile;
 mod error;
-mod exec;
+mod executable;
 mod host;
+mod inputs;
+mod mlir_text;
 mod plugin;
 mod program;
-#[doc(hidden)]
-pub mod sys;
+mod register;
+#[cfg(test)]
+mod runner_tests;
+mod sharding;
+mod signature;
+mod sys;
+#[cfg(test)]
+mod sys_layout_tests;
 
+pub use buffer::{DeviceDescriptor, DeviceTensor};
+pub use client::Client;
 pub use error::{PjrtCode, RunError};
-pub use exec::{Client, DeviceDescriptor, DeviceTensor, Executable, Inputs};
+pub use executable::Executable;
 pub use host::HostTensor;
-pub use plugin::{CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path};
+pub use inputs::Inputs;
+pub use plugin::{
+    API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path,
+};
 pub use program::{DimSharding, ExternalSpec, Param, Program, Signature};

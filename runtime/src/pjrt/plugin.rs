@@ -1,25 +1,28 @@
-//! Loading a PJRT plugin, calling its entry points, registering handlers through its FFI
-//! extension. All `unsafe` of the runner that touches the plugin's API table is here and in
-//! `exec.rs`; each block says what it relies on.
+//! Loading a PJRT plugin (unsafe, but for the verified installed one), calling its entry
+//! points, registering handlers through its FFI extension under the process-wide registry
+//! lock. Each `unsafe` block says what it relies on.
 
 use super::error::{PjrtCode, RunError};
 use super::sys::{self, Args};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// The PJRT API version this runner was written against (the CPU plugin's, 0.81). A plugin
-/// of another major version, or older than `MIN_MINOR`, is refused before any call.
-pub const API_MAJOR: i32 = 0;
-/// The oldest minor version whose structs match the ones in `sys.rs`.
-pub const MIN_MINOR: i32 = 81;
+/// The PJRT API versions (major, minor) whose struct layouts `sys.rs` describes, each
+/// checked against that version's header by the layout test. A plugin of any other version is
+/// refused before any call beyond `GetPjrtApi`.
+pub const API_VERSIONS: &[(i32, i32)] = &[(0, 81)];
 
-/// The environment variable naming the plugin library.
+/// The environment variable naming the plugin library, for [`Plugin::locate`].
 pub const PLUGIN_ENV: &str = "CUSTOMOP_PJRT_PLUGIN";
 
 /// The CPU plugin's version that `scripts/setup.sh --pjrt` installs.
 pub const CPU_PLUGIN_VERSION: &str = "0.0.1";
+
+/// The sha256 of that plugin's library (`xla_cpu_pjrt.so` in the wheel the set-up installs,
+/// itself pinned by hash): [`Plugin::installed`] loads the file only if it has this hash.
+pub const CPU_PLUGIN_SHA256: &str =
+    "88c3f28c5900f48ad4a82cab9e79bba9537809743395e341485f8794268820dc";
 
 /// A loaded PJRT plugin. Plugins are never unloaded (XLA keeps threads and static state), so
 /// a `Plugin` lives for the rest of the process: [`Plugin::load`] gives a `&'static Plugin`,
@@ -28,20 +31,24 @@ pub const CPU_PLUGIN_VERSION: &str = "0.0.1";
 pub struct Plugin {
     path: PathBuf,
     pub(super) api: &'static sys::PJRT_Api,
-    ffi: Option<&'static sys::PJRT_FFI_Extension>,
+    pub(super) ffi: Option<&'static sys::PJRT_FFI_Extension>,
     version: (i32, i32),
     stablehlo_current: Option<Vec<i64>>,
     stablehlo_minimum: Option<Vec<i64>>,
     /// Handlers registered through this plugin: target → handler address. Registration is
     /// process-wide in the plugin, and the plugin keeps the first registration of a name
     /// silently, so the runner remembers what it registered to refuse a different second one.
-    registered: Mutex<HashMap<String, usize>>,
+    pub(super) registered: Mutex<HashMap<String, usize>>,
 }
 
-// SAFETY: the API table and the FFI extension are immutable function tables that the plugin
-// documents as callable from any thread; the rest is plain data behind a Mutex.
+// SAFETY: a `Plugin` holds the plugin's API table and FFI extension (immutable function
+// tables, static in the library, which is never unloaded), plain data, and a Mutex. The
+// functions it calls through them from several threads (client creation, handler
+// registration, error and event calls) were exercised from 8 threads with the CPU plugin, the
+// only plugin `Client::new` accepts; handler registration is also serialised by
+// `handler_registry` against every compilation in the process.
 unsafe impl Send for Plugin {}
-// SAFETY: as for Send: shared references only read immutable tables or lock the Mutex.
+// SAFETY: as for Send.
 unsafe impl Sync for Plugin {}
 
 fn loaded() -> &'static Mutex<HashMap<PathBuf, &'static Plugin>> {
@@ -67,33 +74,113 @@ pub fn default_plugin_path() -> Option<PathBuf> {
     )
 }
 
+/// The sha256 of the file at `path`, in lower-case hex.
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 impl Plugin {
-    /// The plugin named by `CUSTOMOP_PJRT_PLUGIN`, else the CPU plugin where the set-up
-    /// installs it ([`default_plugin_path`]). The error names every place looked at.
-    pub fn locate() -> Result<&'static Plugin, RunError> {
-        let mut tried = Vec::new();
-        if let Some(p) = std::env::var_os(PLUGIN_ENV) {
-            let p = PathBuf::from(p);
-            if p.is_file() {
-                return Plugin::load(&p);
-            }
-            tried.push(p);
+    /// The CPU plugin the set-up installed ([`default_plugin_path`]), loaded only if the file
+    /// has the hash this version of customop was tested with ([`CPU_PLUGIN_SHA256`]): the one
+    /// safe way to load a plugin. The hash is computed once per process (about 0.2 s for the
+    /// 259 MB library). It ignores `CUSTOMOP_PJRT_PLUGIN`; [`Plugin::locate`] reads it.
+    pub fn installed() -> Result<&'static Plugin, RunError> {
+        static VERIFIED: OnceLock<&'static Plugin> = OnceLock::new();
+        if let Some(p) = VERIFIED.get() {
+            return Ok(p);
         }
-        if let Some(p) = default_plugin_path() {
-            if p.is_file() {
-                return Plugin::load(&p);
-            }
-            tried.push(p);
+        let Some(path) = default_plugin_path() else {
+            return Err(RunError::PluginNotFound { tried: Vec::new() });
+        };
+        if !path.is_file() {
+            return Err(RunError::PluginNotFound { tried: vec![path] });
         }
-        Err(RunError::PluginNotFound { tried })
+        let fail = |message: String| RunError::Plugin {
+            path: path.clone(),
+            message,
+        };
+        let hash = sha256_file(&path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        if hash != CPU_PLUGIN_SHA256 {
+            return Err(fail(format!(
+                "its sha256 is {hash}, not the {CPU_PLUGIN_SHA256} of the CPU plugin \
+                 {CPU_PLUGIN_VERSION} this customop was tested with (run `bash \
+                 scripts/setup.sh --pjrt` again, or load another plugin with the unsafe \
+                 `Plugin::load`)"
+            )));
+        }
+        // SAFETY: the file is the CPU plugin the set-up installed, byte for byte (its hash),
+        // whose API version and struct layouts the layout test checked.
+        let p = unsafe { Plugin::load(&path) }?;
+        Ok(VERIFIED.get_or_init(|| p))
+    }
+
+    /// The plugin named by `CUSTOMOP_PJRT_PLUGIN` if it is set, else [`Plugin::installed`].
+    /// A variable naming a file that does not exist or is not a PJRT plugin is an error
+    /// naming the variable and the path, never a fall-back to the installed plugin.
+    ///
+    /// # Safety
+    /// As for [`Plugin::load`]: whoever sets the variable chooses native code that this
+    /// process runs; the caller vouches for it.
+    ///
+    /// Safe code cannot call it:
+    /// ```compile_fail,E0133
+    /// let p = customop::pjrt::Plugin::locate();
+    /// ```
+    pub unsafe fn locate() -> Result<&'static Plugin, RunError> {
+        // SAFETY: this function's contract.
+        unsafe { Plugin::locate_from(std::env::var_os(PLUGIN_ENV)) }
+    }
+
+    /// [`Plugin::locate`] with the variable's value given.
+    ///
+    /// # Safety
+    /// As for [`Plugin::load`], of the path `var` names.
+    unsafe fn locate_from(var: Option<std::ffi::OsString>) -> Result<&'static Plugin, RunError> {
+        let Some(p) = var else {
+            return Plugin::installed();
+        };
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(RunError::PluginEnv {
+                path: p,
+                message: "no such file".into(),
+            });
+        }
+        // SAFETY: this function's contract.
+        unsafe { Plugin::load(&p) }.map_err(|e| match e {
+            RunError::Plugin { path, message } => RunError::PluginEnv { path, message },
+            e => e,
+        })
     }
 
     /// Loads the plugin at `path` (once per process; later calls give the same plugin),
-    /// checks its API version, and initialises it. Loading runs the library's code: the path
-    /// (and `CUSTOMOP_PJRT_PLUGIN`, for [`Plugin::locate`]) is trusted as a program's own
-    /// executable path is; what is checked is that it is a PJRT plugin of a version this runner
-    /// drives.
-    pub fn load(path: &Path) -> Result<&'static Plugin, RunError> {
+    /// checks that its PJRT API version is one of [`API_VERSIONS`] and that it has the entry
+    /// points the runner awaits with, and initialises it.
+    ///
+    /// # Safety
+    /// Loading a library runs its initialisers, and the runner then calls through the table
+    /// its `GetPjrtApi` returns, trusting every pointer in it: `path` must be a PJRT plugin
+    /// that implements the API version it reports (as `libloading::Library::new`, this is
+    /// native code the caller vouches for). Plugins other than XLA's CPU plugin are untested:
+    /// [`Client::new`](super::Client::new) refuses platforms other than `cpu`.
+    ///
+    /// Safe code cannot call it:
+    /// ```compile_fail,E0133
+    /// let p = customop::pjrt::Plugin::load(std::path::Path::new("/tmp/any.so"));
+    /// ```
+    pub unsafe fn load(path: &Path) -> Result<&'static Plugin, RunError> {
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let mut map = loaded().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = map.get(&key) {
@@ -103,14 +190,13 @@ impl Plugin {
             path: key.clone(),
             message,
         };
-        // SAFETY: loading a shared library runs its initialisers; a PJRT plugin's are XLA's
-        // static initialisers, which is what loading a plugin means. The library is never
-        // unloaded (leaked below), so nothing taken from it outlives it.
+        // SAFETY: this function's contract: loading the plugin runs XLA's static initialisers,
+        // which is what loading a plugin means. The library is dropped (unloaded) if any
+        // check below fails, and kept for the process once it is used.
         let lib = unsafe { libloading::Library::new(&key) }
             .map_err(|e| fail(format!("cannot load: {e}")))?;
-        let lib: &'static libloading::Library = Box::leak(Box::new(lib));
         // SAFETY: `GetPjrtApi` is the plugin's documented entry: `const PJRT_Api* (void)`.
-        let get: libloading::Symbol<'static, unsafe extern "C" fn() -> *const sys::PJRT_Api_Head> =
+        let get: libloading::Symbol<'_, unsafe extern "C" fn() -> *const sys::PJRT_Api_Head> =
             unsafe { lib.get(b"GetPjrtApi\0") }
                 .map_err(|e| fail(format!("not a PJRT plugin (no GetPjrtApi): {e}")))?;
         // SAFETY: calling the entry point as declared; it returns a pointer to a static table.
@@ -119,27 +205,57 @@ impl Plugin {
             return Err(fail("GetPjrtApi returned null".into()));
         }
         // SAFETY: every PJRT_Api starts with this head (size, extensions, version); the
-        // table is static in the plugin, which stays loaded.
-        let head_ref: &'static sys::PJRT_Api_Head = unsafe { &*head };
-        let version = (
-            head_ref.pjrt_api_version.major_version,
-            head_ref.pjrt_api_version.minor_version,
-        );
-        if version.0 != API_MAJOR || version.1 < MIN_MINOR {
+        // table is static in the plugin, which is loaded while `lib` lives.
+        let (version, struct_size) = unsafe {
+            let h = &*head;
+            (
+                (
+                    h.pjrt_api_version.major_version,
+                    h.pjrt_api_version.minor_version,
+                ),
+                h.struct_size,
+            )
+        };
+        if !API_VERSIONS.contains(&version) {
+            let known: Vec<String> = API_VERSIONS
+                .iter()
+                .map(|(a, b)| format!("{a}.{b}"))
+                .collect();
             return Err(fail(format!(
-                "PJRT API {}.{}, but this runner drives {API_MAJOR}.{MIN_MINOR} or a later 0.x",
-                version.0, version.1
+                "it implements PJRT API {}.{}, but this runner's structs were checked against \
+                 PJRT API {} only",
+                version.0,
+                version.1,
+                known.join(", ")
             )));
         }
-        if head_ref.struct_size < sys::API_PREFIX_SIZE {
+        if struct_size < sys::API_PREFIX_SIZE {
             return Err(fail(format!(
-                "its PJRT_Api is {} bytes, shorter than the {} this runner reads",
-                head_ref.struct_size,
+                "its PJRT_Api is {struct_size} bytes, shorter than the {} this runner reads",
                 sys::API_PREFIX_SIZE
             )));
         }
         // SAFETY: the table is at least API_PREFIX_SIZE bytes (checked), and `PJRT_Api` is
-        // the header's layout of that prefix (tests/pjrt_layout.rs).
+        // the header's layout of that prefix for this version (the layout test). The
+        // reference is made `'static` below only once the library is kept for good.
+        let table: &sys::PJRT_Api = unsafe { &*(head as *const sys::PJRT_Api) };
+        for (name, present) in [
+            ("PJRT_Event_Await", table.event_await.is_some()),
+            ("PJRT_Event_Destroy", table.event_destroy.is_some()),
+            ("PJRT_Buffer_Destroy", table.buffer_destroy.is_some()),
+            ("PJRT_Error_Destroy", table.error_destroy.is_some()),
+        ] {
+            if !present {
+                return Err(fail(format!(
+                    "it does not implement {name}, without which the runner cannot release \
+                     what the plugin hands out safely"
+                )));
+            }
+        }
+        // From here on the library stays loaded for the process (its initialiser may start
+        // threads; the table and everything the plugin hands out point into it).
+        std::mem::forget(lib);
+        // SAFETY: as above; the library is never unloaded now.
         let api: &'static sys::PJRT_Api = unsafe { &*(head as *const sys::PJRT_Api) };
         let ffi = find_ffi_extension(api);
         let mut plugin = Plugin {
@@ -292,112 +408,6 @@ impl Plugin {
             unsafe { f(&mut d) };
         }
     }
-
-    /// Awaits `event` and destroys it; its error, if any, is the result.
-    pub(super) fn await_event(&self, event: *mut sys::PJRT_Event) -> Result<(), RunError> {
-        if event.is_null() {
-            return Ok(());
-        }
-        let mut a = sys::PJRT_Event_Await_Args::new();
-        a.event = event;
-        let result = self.call("PJRT_Event_Await", self.api.event_await, &mut a);
-        self.destroy_event(event);
-        result
-    }
-
-    pub(super) fn destroy_event(&self, event: *mut sys::PJRT_Event) {
-        if event.is_null() {
-            return;
-        }
-        let mut d = sys::PJRT_Event_Destroy_Args::new();
-        d.event = event;
-        // An error destroying an event leaves nothing to do.
-        let _ = self.call("PJRT_Event_Destroy", self.api.event_destroy, &mut d);
-    }
-
-    /// Registers `handler` for custom call target `target` on the host platform, through the
-    /// plugin's FFI extension (process-wide, for every client of this plugin). The same
-    /// handler again is a no-op; another handler for a registered target is refused (the
-    /// plugin would keep the first one and say nothing).
-    ///
-    /// # Safety
-    /// `handler` must be an XLA FFI handler, `XLA_FFI_Error* (XLA_FFI_CallFrame*)`, that stays
-    /// valid for the rest of the process.
-    pub unsafe fn register_handler(
-        &self,
-        target: &str,
-        handler: *mut c_void,
-    ) -> Result<(), RunError> {
-        let Some(ffi) = self.ffi else {
-            return Err(RunError::Plugin {
-                path: self.path.clone(),
-                message: "the plugin has no FFI extension: custom call handlers cannot be \
-                          registered"
-                    .into(),
-            });
-        };
-        let mut done = self.registered.lock().unwrap_or_else(|e| e.into_inner());
-        match done.get(target) {
-            Some(&h) if h == handler as usize => return Ok(()),
-            Some(_) => {
-                return Err(RunError::Input(format!(
-                    "custom call target `{target}` already has another handler in this process \
-                     (the plugin keeps the first registration of a name)"
-                )));
-            }
-            None => {}
-        }
-        let Some(register) = ffi.register_handler else {
-            return Err(RunError::Plugin {
-                path: self.path.clone(),
-                message: "the FFI extension has no register_handler".into(),
-            });
-        };
-        const PLATFORM: &str = "Host";
-        let mut args = sys::PJRT_FFI_Register_Handler_Args {
-            struct_size: sys::PJRT_FFI_Register_Handler_Args::STRUCT_SIZE,
-            target_name: target.as_ptr().cast(),
-            target_name_size: target.len(),
-            handler,
-            platform_name: PLATFORM.as_ptr().cast(),
-            platform_name_size: PLATFORM.len(),
-            traits: 0,
-        };
-        // SAFETY: `register` is the extension's entry point for these args (its 52-byte
-        // layout, the one this plugin reads); the strings outlive the call (the plugin copies
-        // them); `handler` is valid for the process (this function's contract).
-        let err = unsafe { register(&mut args) };
-        self.check("PJRT_FFI_Register_Handler", err)?;
-        done.insert(target.to_string(), handler as usize);
-        Ok(())
-    }
-
-    /// Calls the FFI extension's `register_handler` with `struct_size` set to 0, which the
-    /// plugin refuses with a message naming the size it expects (used by the tests to hold
-    /// `PJRT_FFI_Register_Handler_Args::STRUCT_SIZE` to the plugin's own).
-    ///
-    /// # Safety
-    /// The plugin must check `struct_size` before reading anything else (the pinned CPU plugin
-    /// does: it names the size it expects); the pointers it is given are null.
-    #[doc(hidden)]
-    pub unsafe fn probe_register_handler_size(&self) -> Result<(), RunError> {
-        let Some(register) = self.ffi.and_then(|f| f.register_handler) else {
-            return Ok(());
-        };
-        let mut args = sys::PJRT_FFI_Register_Handler_Args {
-            struct_size: 0,
-            target_name: core::ptr::null(),
-            target_name_size: 0,
-            handler: core::ptr::null_mut(),
-            platform_name: core::ptr::null(),
-            platform_name_size: 0,
-            traits: 0,
-        };
-        // SAFETY: the plugin checks `struct_size` before reading anything else (it reports
-        // the expected size); the pointers are never read.
-        let err = unsafe { register(&mut args) };
-        self.check("PJRT_FFI_Register_Handler", err)
-    }
 }
 
 fn find_ffi_extension(api: &'static sys::PJRT_Api) -> Option<&'static sys::PJRT_FFI_Extension> {
@@ -431,3 +441,7 @@ pub(super) unsafe fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
     // SAFETY: this function's contract.
     unsafe { std::slice::from_raw_parts(p, len) }
 }
+
+#[cfg(test)]
+#[path = "plugin_tests.rs"]
+mod tests;

@@ -2,13 +2,15 @@
 //! wheel installs (`xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h`, PJRT API 0.81), and the FFI
 //! extension's registration structs, whose header the wheel does not ship: their sizes are the
 //! ones the plugin itself asks for (its error for a wrong `struct_size` names the size it
-//! expects; `tests/pjrt.rs` holds the plugin to them). `tests/pjrt_layout.rs` compiles a C
+//! expects; the runner's unit tests hold the plugin to them). `sys_layout_tests.rs` compiles a C
 //! program against the installed header and compares every size and offset here with it.
 //!
 //! Every argument struct starts with `struct_size` and `extension_start`; its `STRUCT_SIZE` is
 //! the header's `<name>_STRUCT_SIZE`: the end of its last field, without trailing padding.
 
-#![allow(non_camel_case_types, missing_docs)]
+// The whole of each struct is described, used by the runner or not, so that the layout test
+// holds every field to the header.
+#![allow(non_camel_case_types, missing_docs, dead_code)]
 
 use core::ffi::{c_char, c_int, c_void};
 
@@ -230,6 +232,10 @@ pjrt_args! {
         pub code_size: usize,
         pub format: *const c_char,
         pub format_size: usize,
+    }
+    pub struct PJRT_Executable_OptimizedProgram_Args {
+        pub executable: *mut PJRT_Executable,
+        pub program: *mut PJRT_Program,
     }
     pub struct PJRT_Client_Compile_Args {
         pub client: *mut PJRT_Client,
@@ -465,34 +471,3 @@ pub struct PJRT_Api {
 
 /// How much of `PJRT_Api` the runner reads.
 pub const API_PREFIX_SIZE: usize = core::mem::size_of::<PJRT_Api>();
-
-/// `PJRT_Buffer_Type` of an element type (these numbers are PJRT's, not XLA FFI's).
-pub fn buffer_type(t: crate::types::ElementType) -> c_int {
-    use crate::types::ElementType as E;
-    match t {
-        E::Bool => 1,
-        E::I8 => 2,
-        E::I16 => 3,
-        E::I32 => 4,
-        E::I64 => 5,
-        E::U8 => 6,
-        E::U16 => 7,
-        E::U32 => 8,
-        E::U64 => 9,
-        E::F16 => 10,
-        E::F32 => 11,
-        E::F64 => 12,
-        E::BF16 => 13,
-        E::C64 => 14,
-        E::C128 => 15,
-        E::F8E5M2 => 16,
-        E::F8E4M3FN => 17,
-    }
-}
-
-/// The element type of a `PJRT_Buffer_Type`, if customop has it.
-pub fn element_type(code: c_int) -> Option<crate::types::ElementType> {
-    crate::types::ElementType::ALL
-        .into_iter()
-        .find(|t| buffer_type(*t) == code)
-}

@@ -18,7 +18,7 @@ fn client(devices: usize) -> Client {
         .unwrap_or_else(|e| e.into_inner());
     map.entry(devices)
         .or_insert_with(|| {
-            let plugin = Plugin::locate().unwrap_or_else(|e| {
+            let plugin = Plugin::installed().unwrap_or_else(|e| {
                 panic!(
                     "the PJRT cross-check needs the CPU plugin: {e}\n\
                      (`bash scripts/setup.sh` installs it)"
@@ -122,16 +122,15 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
         )
     };
     let program = match job.bytecode {
-        Some(b) => Program::bytecode(
-            b,
-            if job.text.is_empty() {
-                None
-            } else {
-                Program::text(job.text)
-                    .ok()
-                    .and_then(|p| p.signature().cloned())
-            },
-        ),
+        Some(b) => match Program::text(job.text)
+            .ok()
+            .and_then(|p| p.signature().cloned())
+        {
+            // SAFETY: the job's text is the same program as its bytecode (the harness writes
+            // both from one module), and the compiled parameters are checked against it.
+            Some(sig) => unsafe { Program::bytecode_with_signature(b, sig) },
+            None => Ok(Program::bytecode(b)),
+        },
         None => Program::text(job.text),
     };
     let devices = match &program {

@@ -1,13 +1,14 @@
-//! The Rust description of the PJRT C API (`customop::pjrt::sys`) has the sizes, field
+//! The Rust description of the PJRT C API (`sys.rs`) has the sizes, field
 //! offsets, `*_STRUCT_SIZE` values and enum values of the header the plugin wheel installs
 //! (`pjrt_c_api.h`, beside the plugin in the set-up's cache): a C program compiled against it
 //! prints them, and they are compared with Rust's.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::buffer::buffer_type;
+use super::sys::*;
+use crate::types::ElementType;
 use core::mem::{offset_of, size_of};
-use customop::ElementType;
-use customop::pjrt::sys::*;
 use std::collections::BTreeMap;
 
 /// Offsets of the named fields (Rust name => C name when they differ) and the struct's
@@ -326,7 +327,7 @@ fn rust_layout() -> BTreeMap<String, usize> {
     // Every element type's PJRT_Buffer_Type.
     for t in ElementType::ALL {
         m.insert(
-            format!("PJRT_Buffer_Type_{}", customop_xla::xla_type_name(t)),
+            format!("PJRT_Buffer_Type_{}", t.xla_name()),
             buffer_type(t) as usize,
         );
     }
@@ -338,20 +339,20 @@ fn pjrt_structs_match_the_plugins_header() {
     let rust = rust_layout();
     let mut exprs: BTreeMap<String, String> = rust
         .keys()
-        .map(|key| (key.clone(), customop_xla::layout_expr(key)))
+        .map(|key| (key.clone(), customop_c_layout::layout_expr(key)))
         .collect();
     exprs.insert(
         "PJRT_Api.end_of_prefix".into(),
         "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)".into(),
     );
-    let plugin = customop::pjrt::default_plugin_path().expect("a cache directory");
+    let plugin = super::plugin::default_plugin_path().expect("a cache directory");
     let include = plugin.parent().unwrap();
     assert!(
         include.join("pjrt_c_api.h").is_file(),
         "{} is missing: run `bash scripts/setup.sh` (it installs the PJRT plugin and its header)",
         include.join("pjrt_c_api.h").display()
     );
-    let c_layout = customop_xla::c_values(include, "pjrt_c_api.h", "pjrt-layout", &exprs);
+    let c_layout = customop_c_layout::c_values(include, "pjrt_c_api.h", "pjrt-layout", &exprs);
     let mismatches: Vec<String> = rust
         .iter()
         .filter(|(k, v)| c_layout.get(*k) != Some(v))

@@ -1,0 +1,298 @@
+//! Clients of a plugin: creating one (CPU only, the platform the runner is tested with), and
+//! registering handlers, from this binary or from kernel libraries.
+
+use super::error::RunError;
+use super::plugin::{Plugin, bytes};
+use super::sys::{self, Args};
+use std::ffi::c_void;
+use std::path::Path;
+use std::sync::Arc;
+
+pub(super) struct ClientInner {
+    pub(super) plugin: &'static Plugin,
+    pub(super) raw: *mut sys::PJRT_Client,
+    pub(super) devices: Vec<*mut sys::PJRT_Device>,
+    pub(super) platform: String,
+}
+
+// SAFETY: the client is only ever XLA's CPU client (`Client::new` refuses other platforms),
+// whose compile, upload, execute and destroy calls the runner's tests make from 8 threads at
+// once on shared clients, executables and buffers; PJRT's header promises thread safety only
+// for its key-value callbacks, so the claim rests on those tests and is not made for other
+// plugins. The device pointers are owned by the client and immutable.
+unsafe impl Send for ClientInner {}
+// SAFETY: as for Send.
+unsafe impl Sync for ClientInner {}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let mut d = sys::PJRT_Client_Destroy_Args::new();
+        d.client = self.raw;
+        // Nothing to do with an error while dropping.
+        let _ = self.plugin.call(
+            "PJRT_Client_Destroy",
+            self.plugin.api.client_destroy,
+            &mut d,
+        );
+    }
+}
+
+/// A PJRT client: the devices of one plugin, for compiling and running programs. Cheap to
+/// clone (shared); destroyed with its last clone and executable.
+#[derive(Clone)]
+pub struct Client {
+    pub(super) inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("plugin", &self.inner.plugin.path())
+            .field("platform", &self.inner.platform)
+            .field("devices", &self.inner.devices.len())
+            .finish()
+    }
+}
+
+impl Client {
+    /// The most devices a client is asked for (each CPU device is a set of threads and
+    /// buffers in this process).
+    pub const MAX_DEVICES: usize = 256;
+
+    /// A client of the CPU plugin the set-up installed ([`Plugin::installed`], checked by
+    /// its hash) with `devices` devices. When `CUSTOMOP_PJRT_PLUGIN` is set this is an error
+    /// naming it rather than a silent choice between the two: load the configured plugin
+    /// with the unsafe [`Plugin::locate`] and give it to [`Client::new`].
+    pub fn cpu(devices: usize) -> Result<Client, RunError> {
+        if let Some(p) = std::env::var_os(super::plugin::PLUGIN_ENV) {
+            return Err(RunError::PluginEnv {
+                path: p.into(),
+                message: "`Client::cpu` loads only the installed CPU plugin, checked by its \
+                          hash; to run on the plugin this variable names, call the unsafe \
+                          `Plugin::locate()` and `Client::new`, or unset the variable"
+                    .into(),
+            });
+        }
+        Client::new(Plugin::installed()?, devices)
+    }
+
+    /// A client of `plugin` with `devices` devices (the CPU plugin's `cpu_device_count`
+    /// option; it has 4 by default), between 1 and [`Client::MAX_DEVICES`]. Fails unless the
+    /// client has at least that many.
+    pub fn new(plugin: &'static Plugin, devices: usize) -> Result<Client, RunError> {
+        if devices == 0 || devices > Client::MAX_DEVICES {
+            return Err(RunError::Input(format!(
+                "a client has 1 to {} devices, not {devices}",
+                Client::MAX_DEVICES
+            )));
+        }
+        const OPTION: &str = "cpu_device_count";
+        let mut opt = sys::PJRT_NamedValue::new();
+        opt.name = OPTION.as_ptr().cast();
+        opt.name_size = OPTION.len();
+        opt.type_ = sys::NAMED_VALUE_INT64;
+        opt.value = sys::NamedValueUnion {
+            int64_value: devices as i64,
+        };
+        opt.value_size = 1;
+        let mut args = sys::PJRT_Client_Create_Args::new();
+        args.create_options = &opt;
+        args.num_options = 1;
+        plugin.call("PJRT_Client_Create", plugin.api.client_create, &mut args)?;
+        let mut inner = ClientInner {
+            plugin,
+            raw: args.client,
+            devices: Vec::new(),
+            platform: String::new(),
+        };
+        let mut p = sys::PJRT_Client_PlatformName_Args::new();
+        p.client = inner.raw;
+        plugin.call(
+            "PJRT_Client_PlatformName",
+            plugin.api.client_platform_name,
+            &mut p,
+        )?;
+        // SAFETY: the platform name is `platform_name_size` bytes owned by the client.
+        inner.platform =
+            String::from_utf8_lossy(unsafe { bytes(p.platform_name.cast(), p.platform_name_size) })
+                .into_owned();
+        // The runner's thread-safety (Send/Sync) and its reading of outputs in place were
+        // tested with the CPU plugin only.
+        if inner.platform != "cpu" {
+            return Err(RunError::Plugin {
+                path: plugin.path().to_path_buf(),
+                message: format!(
+                    "its platform is `{}`; the runner is tested with XLA's CPU plugin (`cpu`) \
+                     only",
+                    inner.platform
+                ),
+            });
+        }
+        let mut d = sys::PJRT_Client_AddressableDevices_Args::new();
+        d.client = inner.raw;
+        plugin.call(
+            "PJRT_Client_AddressableDevices",
+            plugin.api.client_addressable_devices,
+            &mut d,
+        )?;
+        if !d.addressable_devices.is_null() {
+            // SAFETY: the client owns `num_addressable_devices` device pointers at
+            // `addressable_devices` for its lifetime.
+            inner.devices = unsafe {
+                std::slice::from_raw_parts(d.addressable_devices, d.num_addressable_devices)
+            }
+            .to_vec();
+        }
+        if inner.devices.len() < devices {
+            return Err(RunError::Input(format!(
+                "asked for {devices} devices, but the {} client has {}",
+                inner.platform,
+                inner.devices.len()
+            )));
+        }
+        inner.devices.truncate(devices);
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The plugin.
+    pub fn plugin(&self) -> &'static Plugin {
+        self.inner.plugin
+    }
+
+    /// The platform's name (`cpu`).
+    pub fn platform(&self) -> &str {
+        &self.inner.platform
+    }
+
+    /// The number of devices this client uses.
+    pub fn device_count(&self) -> usize {
+        self.inner.devices.len()
+    }
+
+    /// Registers the handler of every `#[custom_op]` linked into this binary (from every
+    /// crate), and returns their targets, sorted.
+    pub fn register_linked_ops(&self) -> Result<Vec<String>, RunError> {
+        let mut targets = Vec::new();
+        for (schema, handler) in crate::registry::linked_handlers() {
+            // SAFETY: `handler` is a generated XLA FFI handler, a function of this binary
+            // (valid for the process).
+            unsafe {
+                self.inner
+                    .plugin
+                    .register_handler(&schema.target, handler as *mut c_void)?
+            };
+            targets.push(schema.target.clone());
+        }
+        targets.sort();
+        Ok(targets)
+    }
+
+    /// Loads a customop kernel cdylib (never unloaded), and registers the handler of every op
+    /// in its manifest (`customop_manifest`). Returns their targets, sorted.
+    ///
+    /// # Safety
+    /// `path` must be a kernel library built with customop (or one whose
+    /// `customop_manifest()` is as truthful): every `handler_symbol` its manifest names must be
+    /// an XLA FFI handler. Loading the library runs its initialisers.
+    pub unsafe fn register_library(&self, path: &Path) -> Result<Vec<String>, RunError> {
+        let fail = |message: String| RunError::Library {
+            path: path.to_path_buf(),
+            message,
+        };
+        let lib = load_library(path)?;
+        // SAFETY: `customop_manifest` is `const char* (void)` in every customop cdylib.
+        let manifest: libloading::Symbol<
+            'static,
+            unsafe extern "C" fn() -> *const core::ffi::c_char,
+        > = unsafe { lib.get(b"customop_manifest\0") }
+            .map_err(|e| fail(format!("not a customop kernel library: {e}")))?;
+        // SAFETY: the manifest is a NUL-terminated string owned by the library for the
+        // process.
+        let text = unsafe {
+            let p = manifest();
+            if p.is_null() {
+                return Err(fail("customop_manifest returned null".into()));
+            }
+            std::ffi::CStr::from_ptr(p)
+        }
+        .to_str()
+        .map_err(|e| fail(format!("the manifest is not UTF-8: {e}")))?;
+        let json: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| fail(format!("the manifest: {e}")))?;
+        let ops = json["ops"]
+            .as_array()
+            .ok_or_else(|| fail("the manifest has no `ops`".into()))?;
+        let mut targets = Vec::new();
+        for op in ops {
+            let (Some(target), Some(symbol)) =
+                (op["target"].as_str(), op["handler_symbol"].as_str())
+            else {
+                return Err(fail(format!(
+                    "a manifest entry lacks target or symbol: {op}"
+                )));
+            };
+            let mut name = symbol.as_bytes().to_vec();
+            name.push(0);
+            // SAFETY: the manifest says the symbol is the op's XLA FFI handler; taken as a
+            // plain address here and registered as such.
+            let sym: libloading::Symbol<'static, *mut c_void> = unsafe { lib.get(&name) }
+                .map_err(|e| fail(format!("handler `{symbol}` of `{target}`: {e}")))?;
+            // SAFETY: a generated handler of a library that stays loaded.
+            unsafe { self.inner.plugin.register_handler(target, *sym)? };
+            targets.push(target.to_string());
+        }
+        targets.sort();
+        Ok(targets)
+    }
+
+    /// Registers one handler by target and symbol from a library (a hand-written C handler,
+    /// say), loading the library if needed (never unloaded).
+    ///
+    /// # Safety
+    /// `symbol` must be an XLA FFI handler (`XLA_FFI_Error* (XLA_FFI_CallFrame*)`).
+    pub unsafe fn register_symbol(
+        &self,
+        library: &Path,
+        target: &str,
+        symbol: &str,
+    ) -> Result<(), RunError> {
+        let fail = |message: String| RunError::Library {
+            path: library.to_path_buf(),
+            message,
+        };
+        let lib = load_library(library)?;
+        let mut name = symbol.as_bytes().to_vec();
+        name.push(0);
+        // SAFETY: this function's contract: the symbol is a handler.
+        let sym: libloading::Symbol<'static, *mut c_void> =
+            unsafe { lib.get(&name) }.map_err(|e| fail(format!("`{symbol}`: {e}")))?;
+        // SAFETY: this function's contract; the library stays loaded.
+        unsafe { self.inner.plugin.register_handler(target, *sym) }
+    }
+}
+
+/// Loads a library for its handlers, once per path, never to be unloaded (registered
+/// handlers must stay valid for the process).
+fn load_library(path: &Path) -> Result<&'static libloading::Library, RunError> {
+    type Loaded = std::collections::HashMap<std::path::PathBuf, &'static libloading::Library>;
+    static LOADED: std::sync::OnceLock<std::sync::Mutex<Loaded>> = std::sync::OnceLock::new();
+    let mut loaded = LOADED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(lib) = loaded.get(path) {
+        return Ok(lib);
+    }
+    // SAFETY: loading a kernel library runs its initialisers (Rust's `inventory`
+    // registrations, a C library's constructors): what loading a handler library means. It is
+    // never unloaded, so its handlers stay valid.
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| RunError::Library {
+        path: path.to_path_buf(),
+        message: format!("cannot load: {e}"),
+    })?;
+    let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+    loaded.insert(path.to_path_buf(), lib);
+    Ok(lib)
+}
