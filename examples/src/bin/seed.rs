@@ -5,7 +5,7 @@
 //!
 //! Run: `bash scripts/demo.sh` (installs what is needed), or
 //! `cargo run -p customop-examples --bin seed` once `bash scripts/setup.sh --pjrt` has
-//! installed the plugin (or `CUSTOMOP_PJRT_PLUGIN` names one).
+//! installed the plugin (`Client::cpu` loads it only if its sha256 is the pinned one).
 
 use customop::pjrt::{Client, HostTensor, Program};
 use customop_example_kernels::Blob;

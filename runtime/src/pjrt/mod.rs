@@ -2,16 +2,17 @@
 //! PyPI (`xla-cpu-pjrt`) today, any PJRT plugin with the FFI extension in principle.
 //!
 //! ```text
-//! Plugin::locate()  →  Client::new(plugin, devices)  →  register_linked_ops()
+//! Client::cpu(devices)  →  register_linked_ops()
 //!   →  compile(&Program::text(..))  →  inputs().arg(..)?.external("name", &value)?.run()
 //! ```
 //!
-//! The runner reads the entry function's signature before compiling, checks every input
-//! against it (count, element type, shape; externals by their `customop.external`
-//! annotation: descriptor name, fingerprint, size) and always passes explicit compile options:
-//! the plugin aborts the process on some bad input rather than returning an error. Every error
-//! the plugin does return is a [`RunError::Pjrt`] with its code and message. See the book's
-//! "Running from Rust" chapter.
+//! The runner reads the entry function's signature (with an MLIR tokenizer) before compiling,
+//! reads the compiled executable's parameters after, and checks every input against both
+//! (count, element type, shape; externals by their `customop.external` annotation: descriptor
+//! name, fingerprint, size); it always passes explicit compile options: the plugin aborts the
+//! process on some bad input rather than returning an error. Every error the plugin does return
+//! is a [`RunError::Pjrt`] with its code and message. Loading a plugin other than the verified
+//! installed one is `unsafe` ([`Plugin::load`]). See the book's "Running from Rust" chapter.
 
 mod buffer;
 mod client;
