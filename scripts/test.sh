@@ -22,6 +22,11 @@ if cargo tree -p customop --no-default-features -e normal,build --locked | grep 
 fi
 step "cargo doc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p customop -p customop-macros --features customop/pjrt
+# Every job the Rust harness runs on jaxlib also runs through the Rust runner (suite `rust`),
+# and every program the Python tests run through customop.torch's Exported.run or
+# customop.crosscheck.jit (one suite per test file); each agreeing check is a line of this log.
+export CUSTOMOP_PJRT_CROSS_CHECK_LOG="$PWD/target/pjrt-cross-checks.log"
+rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
@@ -60,14 +65,13 @@ cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
 # (examples/src/bin/pjrt_run.rs), which must agree; each check is counted in the log.
 cargo build --locked -q -p customop-examples --bin pjrt_run
 export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
-export CUSTOMOP_PJRT_CROSS_CHECK_LOG="$PWD/target/pjrt-cross-checks.log"
-rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 # Python unittest files, each counted in the closing total like a cargo test binary.
 py_tests() {
   local what=$1 file=$2 out
   out=target/test-$(basename "$file" .py)${CUSTOMOP_TORCH_NATIVE:+-native$CUSTOMOP_TORCH_NATIVE}.log
   step "$what"
-  "$CUSTOMOP_PYTHON" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
+  CUSTOMOP_PJRT_CROSS_CHECK_SUITE="${file#tests/}" \
+    "$CUSTOMOP_PYTHON" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
   grep -qx OK "$out" || { echo "$file failed" >&2; exit 1; }
   ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$out")
   echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
@@ -87,9 +91,26 @@ unset CUSTOMOP_TORCH_NATIVE
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
-checks=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" 2>/dev/null || echo 0)
-[ "$checks" -gt 0 ] || { echo "no PJRT cross-check ran in the Python tests" >&2; exit 1; }
-echo "PJRT cross-check: $checks programs (torch_xla exports, jax.jit functions) run by both jaxlib and the Rust runner, all agreeing" >&2
+# Each suite's cross-checks, at least as many as it makes today: a suite that stops checking
+# fails here, whatever the others count. (Both torch paths run each torch file: counts add.)
+step "PJRT cross-checks per suite (jaxlib and the Rust runner agreeing)"
+declare -A MIN_CHECKS=(
+  [rust]=45
+  [torch/test_torch.py]=20
+  [xla/test_computed_shapes.py]=14
+  [xla/test_generic_ops.py]=16
+  [xla/test_dtypes.py]=12
+  [xla/test_transforms.py]=56
+)
+short=0
+for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do
+  n=$(grep -c "^ok $suite\$" "$CUSTOMOP_PJRT_CROSS_CHECK_LOG" || true)
+  printf '  %-26s %4d (minimum %d)\n' "$suite" "$n" "${MIN_CHECKS[$suite]}" >&2
+  [ "$n" -ge "${MIN_CHECKS[$suite]}" ] || short=1
+done
+total=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG")
+echo "PJRT cross-check: $total programs run by both jaxlib and the Rust runner, all agreeing" >&2
+[ "$short" = 0 ] || { echo "a suite made fewer PJRT cross-checks than its minimum" >&2; exit 1; }
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src

@@ -98,8 +98,14 @@ class Calls(unittest.TestCase):
                                {"x": (7, 9)}, {"k": 3, "stride": 2, "pad": 1})
         self.assertEqual(y.device.type, "meta")
         self.assertEqual(tuple(y.shape), tuple(spec.shape))
+        # Independently: the pooling formula, and the CPU kernel's output on real data.
+        self.assertEqual(tuple(y.shape), (7, (9 + 2 * 1 - 3) // 2 + 1))
+        self.assertEqual(ops.example.avg_pool(torch.zeros(7, 9), k=3, stride=2, pad=1).shape,
+                         y.shape)
         v, i = ops.example.top_k(torch.empty(10, device="meta"), k=4)
         self.assertEqual((tuple(v.shape), i.dtype), ((4,), torch.int32))
+        cv, ci = ops.example.top_k(torch.arange(10.0), k=4)
+        self.assertEqual((cv.shape, ci.dtype), (v.shape, i.dtype))
         with self.assertRaises(SchemaError) as cm:
             ops.example.avg_pool(torch.empty(7, 9, device="meta"), k=30, stride=2, pad=1)
         self.assertIn("not a size", str(cm.exception))

@@ -78,9 +78,18 @@ class EagerAndXla(unittest.TestCase):
         kw = dict(factor=1.5, label="hello", offsets=[1, -2, 3], flag=True, small=200)
         x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
         eager = ops.example_lib.affine(x, **kw)
+        # The formula, from the attributes as given: every kind reaches the kernel intact.
+        added = len("hello") + (1 - 2 + 3) + 1 + 200
+        want = (1.5 * x.double() + added).float()
+        torch.testing.assert_close(eager, want, rtol=0, atol=0)
         _, on_xla = export_run(Wrap(lambda s, x: ops.example_lib.affine(x, **kw)), x)
-        torch.testing.assert_close(on_xla, eager, rtol=0, atol=0)
-        self.assertFalse(torch.equal(eager, x))
+        torch.testing.assert_close(on_xla, want, rtol=0, atol=0)
+        # Each attribute changes the result as the formula says.
+        for change, delta in [(dict(label="hi"), -3), (dict(offsets=[5]), 3), (dict(flag=False), -1),
+                              (dict(small=0), -200)]:
+            got = ops.example_lib.affine(x, **dict(kw, **change))
+            torch.testing.assert_close(got, (1.5 * x.double() + added + delta).float(),
+                                       rtol=0, atol=0, msg=str(change))
 
     def test_opaque_results_chain_eager_equals_xla(self):
         x = torch.tensor([1.0, 2.0, 3.0, 6.0])
@@ -293,8 +302,8 @@ class Traps(unittest.TestCase):
         x = torch.tensor([[3.0, 4.0], [1.0, -1.0]], requires_grad=True)
         y = ops.example.rms_norm(x, eps=1e-5, cfg=cfg)
         with torch.no_grad():
-            torch.testing.assert_close(y, ops.example.rms_norm(x, eps=1e-5, cfg=cfg),
-                                       rtol=0, atol=0)
+            rms = torch.sqrt((x * x).mean(dim=1, keepdim=True) + 1e-5)
+            torch.testing.assert_close(y, x / rms * 2.0 + 0.5)
         with self.assertRaises(ct.NoGradientError) as cm:
             (y * 3).sum().backward()
         self.assertIn("example::rms_norm has no gradient", str(cm.exception))

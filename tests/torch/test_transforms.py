@@ -88,6 +88,21 @@ class Gradients(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             taps.requires_grad_()
 
+    def test_an_integer_operand_gets_no_gradient(self):
+        """gather_rows(x, idx): x's gradient is the scatter-add of the cotangent (the backward
+        op); idx, an int32 tensor, gets None from the autograd kernel."""
+        x = self.X.clone().requires_grad_()
+        idx = torch.tensor([2, 0, 2, 3], dtype=torch.int32)
+        c = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+        (ops.example.gather_rows(x, idx) * c).sum().backward()
+        want = torch.zeros_like(self.X).index_add_(0, idx.long(), c)
+        torch.testing.assert_close(x.grad, want, rtol=0, atol=0)
+        # (Had the autograd kernel returned a tensor for idx, torch would have refused the
+        # backward: "only Tensors of floating point dtype can require gradients".)
+        self.assertIsNone(idx.grad)
+        self.assertTrue(torch.autograd.gradcheck(lambda x: ops.example.gather_rows(x, idx),
+                                                 (x,)))
+
     def test_backward_matches_torch(self):
         c = torch.randn(4, 6, dtype=torch.float64)
         for f, ref in [(lambda x: ops.example.rms_norm_t(x, eps=EPS), rms_norm_ref),
@@ -136,6 +151,12 @@ class Vmap(unittest.TestCase):
                 loop = [as_list(op(*[a[k] if i in call.batched else a
                                      for i, a in enumerate(state)], **attrs))
                         for k in range(3)]
+                # As many outputs as the loop's calls give, and as the schema declares (torch
+                # updates a `&mut` external in place rather than returning its new bytes).
+                self.assertEqual(len(got), len(loop[0]), call.op)
+                returned = [r for r in LIB.library.op(call.op).schema.results
+                            if r.kind != "updated_external"]
+                self.assertEqual(len(got), len(returned), call.op)
                 for r, g in enumerate(got):
                     self.assertTrue(torch.equal(g, torch.stack([one[r] for one in loop])),
                                     (call.op, r))

@@ -84,6 +84,11 @@ def calls(lib: Any) -> list[Call]:
                                      x23], batched=(1,)),
         Call("example::apply_taps_bwd", [pack("example::Taps", {"bias": 1.0, "taps": [
             float(i) for i in range(16)]}), x23], batched=(1,)),
+        Call("example::gather_rows", [x23, np.array([1, 0, 1], np.int32)], batched=(0, 1)),
+        Call("example::gather_rows_bwd", [x23, np.array([1, 0, 1], np.int32),
+                                          _pos((3, 3))], batched=(0, 1, 2)),
+        Call("example::tap_rows", [pack("example::Taps", {"bias": 0.5, "taps": [
+            0.25 * i for i in range(16)]}), x23], batched=(1,)),
         Call("example::avg_pool", [x46], {"k": 3, "stride": 2, "pad": 1}, batched=(0,)),
         Call("example::checked_sqrt", [x23], batched=(0,)),
         Call("example::cmul", [cplx, cplx[::-1].copy()], batched=(0, 1)),

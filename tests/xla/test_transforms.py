@@ -144,7 +144,8 @@ class Grad(unittest.TestCase):
 
     def test_differentiable_ops_are_exactly_those_with_a_backward(self):
         with_vjp = sorted(op.name for op in OPS if op.schema.vjp is not None)
-        self.assertEqual(with_vjp, ["example::apply_taps", "example::mean_pool",
+        self.assertEqual(with_vjp, ["example::apply_taps", "example::gather_rows",
+                                    "example::mean_pool",
                                     "example::rms_norm_t", "example::scale_rows"])
 
     def test_jit_grad_matches_jnp(self):
@@ -157,8 +158,9 @@ class Grad(unittest.TestCase):
                 lambda x: jnp.sum(jnp.sin(f(x)) * c[:, :f(x).shape[1]])))(self.X)
             want = jax.grad(lambda x: jnp.sum(jnp.sin(ref(x)) * c[:, :ref(x).shape[1]]))(self.X)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
-        gx, gw = jax.jit(jax.grad(lambda x, w: jnp.sum(OPS.example.scale_rows(x, w) ** 2),
-                                  argnums=(0, 1)))(self.X, self.W)
+        gx, gw = crosscheck.jit(PATH, jax.grad(
+            lambda x, w: jnp.sum(OPS.example.scale_rows(x, w) ** 2), argnums=(0, 1)))(self.X,
+                                                                                     self.W)
         rx, rw = jax.grad(lambda x, w: jnp.sum((x * w[:, None]) ** 2), argnums=(0, 1))(self.X,
                                                                                         self.W)
         np.testing.assert_allclose(gx, rx, rtol=1e-13)
@@ -180,6 +182,24 @@ class Grad(unittest.TestCase):
                 np.testing.assert_allclose(np.asarray(got, np.float64),
                                            want(x.astype(np.float64)), rtol=tol, atol=tol)
 
+    def test_an_integer_operand_gets_no_gradient(self):
+        """gather_rows(x, idx): x's gradient is the scatter-add of the cotangent (the backward
+        op); idx, an int32 array, gets none: its cotangent is a float0 zero."""
+        x = RNG.normal(size=(4, 3))
+        idx = np.array([2, 0, 2, 3], np.int32)
+        c = RNG.normal(size=(4, 3))
+        want = np.zeros_like(x)
+        np.add.at(want, idx, c)
+        got = crosscheck.jit(PATH, jax.grad(
+            lambda x: jnp.sum(OPS.example.gather_rows(x, idx) * c)))(x)
+        np.testing.assert_array_equal(got, want)
+        _, vjp = jax.vjp(lambda x, i: OPS.example.gather_rows(x, i), x, idx)
+        dx, di = vjp(c)
+        np.testing.assert_array_equal(dx, want)
+        self.assertEqual(di.dtype, jax.dtypes.float0)
+        self.assertEqual(di.shape, idx.shape)
+        check_grads(lambda x: OPS.example.gather_rows(x, idx), (x,), 1, ["rev"])
+
     def test_vmap_of_grad_is_the_loop_of_grads(self):
         xs = RNG.normal(size=(3, 4, 6))
 
@@ -187,9 +207,41 @@ class Grad(unittest.TestCase):
             return jnp.sum(OPS.example.mean_pool(OPS.example.rms_norm_t(x, eps=EPS), k=2,
                                                  stride=2) ** 3)
 
-        got = jax.jit(jax.vmap(jax.grad(f)))(xs)
+        got = crosscheck.jit(PATH, jax.vmap(jax.grad(f)))(xs)
         want = np.stack([jax.grad(f)(x) for x in xs])
         np.testing.assert_array_equal(got, want)
+
+    def test_grad_of_a_vmapped_function_is_the_loop_of_grads(self):
+        """`jax.grad` of a vmapped function (the batch summed): each element's gradient is
+        its own function's, as computed one at a time."""
+        xs = RNG.normal(size=(3, 4, 6))
+
+        def f(x):
+            return jnp.sum(OPS.example.mean_pool(OPS.example.rms_norm_t(x, eps=EPS), k=2,
+                                                 stride=2) ** 3)
+
+        got = crosscheck.jit(PATH, jax.grad(lambda xs: jnp.sum(jax.vmap(f)(xs))))(xs)
+        want = np.stack([jax.grad(f)(x) for x in xs])
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+    def test_a_batched_external_takes_the_loop_rule(self):
+        """tap_rows has the rows rule: with its external unbatched, the batch is folded into
+        the rows (one call, no loop); with the external batched too, each element runs with its
+        own external (jax.lax.map: a while loop), and both equal the loop of calls."""
+        op = OPS.example.tap_rows
+        self.assertEqual(op.batching, "rows")
+        taps = [np.frombuffer(LIB.pack("example::Taps", {"bias": float(b), "taps": [
+            0.5 * i + b for i in range(16)]}), np.uint8) for b in range(3)]
+        xs = RNG.normal(size=(3, 2, 5)).astype(np.float32)
+        one = jax.vmap(lambda x: op(taps[0], x))
+        self.assertNotIn("stablehlo.while", jax.jit(one).lower(xs).as_text())
+        np.testing.assert_array_equal(crosscheck.jit(PATH, one)(xs),
+                                      np.stack([op(taps[0], x) for x in xs]))
+        each = jax.vmap(lambda t, x: op(t, x))
+        stacked = np.stack(taps)
+        self.assertIn("stablehlo.while", jax.jit(each).lower(stacked, xs).as_text())
+        np.testing.assert_array_equal(crosscheck.jit(PATH, each)(stacked, xs),
+                                      np.stack([op(t, x) for t, x in zip(taps, xs)]))
 
     def test_externals_get_no_gradient(self):
         taps = np.frombuffer(LIB.pack("example::Taps", {"bias": 1.0, "taps": [2.0] * 16}),
@@ -293,6 +345,20 @@ class Export(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:
             export(other, self.x, lib=LIB)
         self.assertIn("not_customop", str(cm.exception))
+
+    def test_an_external_of_the_wrong_type_or_size_is_refused(self):
+        f = lambda blob, x: OPS.example.passthrough(blob, x)  # noqa: E731
+        for blob, needle in [
+            (self.blob[:-1], "external `blob` of example::passthrough is argument `blob`, 55 "
+                             "bytes, but descriptor my_lib::Blob packs to 56 bytes"),
+            (self.blob.reshape(2, 28), "is argument `blob`, a tensor<2x28xui8>: an external is "
+                                       "a 1-D uint8 array"),
+            (self.blob.view(np.int8), "is argument `blob`, a tensor<56xi8>"),
+        ]:
+            with self.subTest(shape=blob.shape, dtype=blob.dtype):
+                with self.assertRaises(ExportError) as cm:
+                    export(f, blob, self.x, lib=LIB)
+                self.assertIn(needle, str(cm.exception))
 
     def test_a_computed_external_is_refused(self):
         with self.assertRaises(ExportError) as cm:

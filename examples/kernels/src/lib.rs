@@ -778,6 +778,86 @@ pub fn apply_taps(
     Ok(())
 }
 
+/// `y[k, :] = x[idx[k], :]`, an embedding lookup, for `f32` and `f64`. Differentiable in `x`;
+/// `idx` is an integer tensor, so it has no gradient (`None` in torch, a `float0` zero in
+/// JAX) and the backward returns none for it.
+#[custom_op(name = "example::gather_rows", dtypes(T = [f32, f64]), vjp = gather_rows_bwd)]
+pub fn gather_rows<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    idx: TensorRef<'_, i32, 1>,
+    #[out(shape = [idx.dim(0), x.dim(1)])] mut y: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    let (rows, cols) = (x.dim(0), x.dim(1));
+    let out = y.as_mut_slice();
+    for (k, &i) in idx.as_slice().iter().enumerate() {
+        let r = usize::try_from(i)
+            .ok()
+            .filter(|&r| r < rows)
+            .ok_or_else(|| {
+                OpError::invalid_argument(format!(
+                    "gather_rows: idx[{k}] = {i} is not a row of x (0..{rows})"
+                ))
+            })?;
+        out[k * cols..(k + 1) * cols].copy_from_slice(&x.as_slice()[r * cols..(r + 1) * cols]);
+    }
+    Ok(())
+}
+
+/// The backward of `gather_rows`: `d_x[idx[k], :] += d_y[k, :]` (zero elsewhere).
+#[custom_op(name = "example::gather_rows_bwd", dtypes(T = [f32, f64]))]
+pub fn gather_rows_bwd<T: Real>(
+    x: TensorRef<'_, T, 2>,
+    idx: TensorRef<'_, i32, 1>,
+    d_y: TensorRef<'_, T, 2>,
+    #[out(shape = x)] mut d_x: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    let (rows, cols) = (x.dim(0), x.dim(1));
+    if d_y.dim(0) != idx.dim(0) || d_y.dim(1) != cols {
+        return Err(OpError::invalid_argument(format!(
+            "gather_rows_bwd: d_y {:?} for {} indices of rows of {cols}",
+            d_y.dims(),
+            idx.dim(0)
+        )));
+    }
+    let mut acc = vec![0f64; rows * cols];
+    for (k, &i) in idx.as_slice().iter().enumerate() {
+        let r = usize::try_from(i)
+            .ok()
+            .filter(|&r| r < rows)
+            .ok_or_else(|| {
+                OpError::invalid_argument(format!(
+                    "gather_rows_bwd: idx[{k}] = {i} is not a row of x (0..{rows})"
+                ))
+            })?;
+        for (a, g) in acc[r * cols..(r + 1) * cols]
+            .iter_mut()
+            .zip(&d_y.as_slice()[k * cols..(k + 1) * cols])
+        {
+            *a += g.to_f64();
+        }
+    }
+    for (o, a) in d_x.as_mut_slice().iter_mut().zip(acc) {
+        *o = T::from_f64(a);
+    }
+    Ok(())
+}
+
+/// `y[r, c] = x[r, c] * taps[c % 16] + bias`: rows are independent (`partition(x = [rows,
+/// _])`), so `jax.vmap` and `torch.func.vmap` fold a batch into the rows; with the external
+/// batched too, each element needs its own taps, and the batch runs as a loop.
+#[custom_op(name = "example::tap_rows", partition(x = [rows, _]))]
+pub fn tap_rows(
+    #[external] taps: &Taps,
+    x: TensorRef<'_, f32, 2>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    let cols = x.dim(1).max(1);
+    for (i, (o, &v)) in y.as_mut_slice().iter_mut().zip(x.as_slice()).enumerate() {
+        *o = (f64::from(v * taps.taps[(i % cols) % 16]) + taps.bias) as f32;
+    }
+    Ok(())
+}
+
 /// The backward of `apply_taps`: `d_x[i] = d_y[i] * taps[i % 16]`.
 #[custom_op(name = "example::apply_taps_bwd")]
 pub fn apply_taps_bwd(

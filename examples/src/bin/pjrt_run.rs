@@ -4,11 +4,16 @@
 //!
 //! Reads `{"library": PATH, "text": MLIR, "inputs": [{"dtype": numpy name, "shape": [..],
 //! "hex": bytes}]}` on stdin; prints `{"ok": true, "outputs": [...]}` or `{"ok": false,
-//! "refusal": code or null, "message": ...}`.
+//! "refusal": code or null, "message": ...}`. A request it cannot decode is no answer: it
+//! says why on stderr and exits with status 1.
+//!
+//! When the runner refuses the inputs itself (before the plugin sees them), `refusal` is the
+//! code a handler gives the same mismatch (`wrong_count`, `wrong_dtype`, `wrong_rank`,
+//! `wrong_shape`, `bad_descriptor` for an external's bytes), so that the cross-check compares
+//! codes exactly.
 
-use customop::ElementType;
-use customop::TensorType;
 use customop::pjrt::{Client, HostTensor, Program, RunError};
+use customop::{ElementType, TensorType};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -38,27 +43,35 @@ fn input(v: &serde_json::Value) -> Result<HostTensor, String> {
         .map_err(|e| e.to_string())
 }
 
-fn run(request: &serde_json::Value) -> Result<Vec<HostTensor>, RunError> {
-    let bad = |m: String| RunError::Input(m);
-    let library = request["library"]
-        .as_str()
-        .ok_or_else(|| bad("no library".into()))?;
-    let text = request["text"]
-        .as_str()
-        .ok_or_else(|| bad("no text".into()))?;
-    let inputs: Vec<HostTensor> = request["inputs"]
+/// A decoded request: the library, the program's text, the inputs.
+struct Request {
+    library: String,
+    text: String,
+    inputs: Vec<HostTensor>,
+}
+
+fn decode(request: &serde_json::Value) -> Result<Request, String> {
+    let library = request["library"].as_str().ok_or("no library")?.to_string();
+    let text = request["text"].as_str().ok_or("no text")?.to_string();
+    let inputs = request["inputs"]
         .as_array()
-        .ok_or_else(|| bad("no inputs".into()))?
+        .ok_or("no inputs")?
         .iter()
         .map(input)
-        .collect::<Result<_, _>>()
-        .map_err(bad)?;
-    let program = Program::text(text)?;
+        .collect::<Result<_, _>>()?;
+    Ok(Request {
+        library,
+        text,
+        inputs,
+    })
+}
+
+fn run(r: &Request, program: &Program) -> Result<Vec<HostTensor>, RunError> {
     let devices = program.signature().map_or(1, |s| s.mesh_devices() as usize);
     let client = Client::cpu(devices)?;
     // SAFETY: the caller (the Python cross-check) names a customop kernel cdylib.
-    unsafe { client.register_library(library.as_ref())? };
-    client.compile(&program)?.run(&inputs)
+    unsafe { client.register_library(r.library.as_ref())? };
+    client.compile(program)?.run(&r.inputs)
 }
 
 fn main() -> ExitCode {
@@ -73,7 +86,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let answer = match run(&request) {
+    let request = match decode(&request) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("the request cannot be decoded: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let program = Program::text(&request.text);
+    let result = program
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|p| run(&request, p));
+    let answer = match result {
         Ok(outs) => serde_json::json!({
             "ok": true,
             "outputs": outs.iter().map(|t| serde_json::json!({
@@ -82,12 +107,20 @@ fn main() -> ExitCode {
                 "hex": t.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>(),
             })).collect::<Vec<_>>(),
         }),
-        Err(e) => serde_json::json!({
-            "ok": false,
-            "input_error": matches!(e, RunError::Input(_)),
-            "refusal": e.refusal().map(|r| r.name()),
-            "message": e.to_string(),
-        }),
+        Err(e) => {
+            let refusal = match (&e, &program) {
+                (RunError::Input(_), Ok(p)) => {
+                    p.signature().and_then(|s| s.refusal_for(&request.inputs))
+                }
+                _ => e.refusal(),
+            };
+            serde_json::json!({
+                "ok": false,
+                "input_error": matches!(e, RunError::Input(_)),
+                "refusal": refusal.map(|r| r.name()),
+                "message": e.to_string(),
+            })
+        }
     };
     println!("{answer}");
     ExitCode::SUCCESS

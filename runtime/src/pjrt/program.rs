@@ -168,6 +168,40 @@ impl Signature {
         })
     }
 
+    /// For inputs that do not match this signature, the refusal a generated handler gives the
+    /// same mismatch when a runtime passes it on unchecked (as jaxlib does): `WrongCount`,
+    /// then for the first argument that differs `WrongDtype`, `WrongRank`, or `WrongShape`
+    /// (`BadDescriptor` for an external whose bytes are not the size its annotation says). `None`
+    /// when they match.
+    pub fn refusal_for(&self, inputs: &[super::HostTensor]) -> Option<crate::Refusal> {
+        use crate::Refusal;
+        if self.params.len() != inputs.len() {
+            return Some(Refusal::WrongCount);
+        }
+        self.params.iter().zip(inputs).find_map(|(p, a)| {
+            if p.ty.element() != a.element() {
+                Some(Refusal::WrongDtype)
+            } else if p.ty.rank() != a.dims().len() {
+                Some(Refusal::WrongRank)
+            } else if p.ty.shape() != a.dims() {
+                Some(if p.external.is_some() {
+                    Refusal::BadDescriptor
+                } else {
+                    Refusal::WrongShape
+                })
+            } else if p
+                .external
+                .as_ref()
+                .is_some_and(|e| e.size != a.bytes().len())
+            {
+                // The program's argument type and its annotation disagree on the size.
+                Some(Refusal::BadDescriptor)
+            } else {
+                None
+            }
+        })
+    }
+
     /// The number of devices the mesh has (1 without a mesh).
     pub fn mesh_devices(&self) -> i64 {
         self.mesh.iter().map(|(_, n)| *n).product::<i64>().max(1)

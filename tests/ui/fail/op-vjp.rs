@@ -103,6 +103,39 @@ pub fn j_bwd(x: TensorRef<'_, f32, 1>, d_y: TensorRef<'_, f32, 2>, #[out(shape =
     Ok(())
 }
 
+// A forward with an opaque result: the result has no cotangent.
+#[custom_op(name = "ui::k", vjp = k_bwd)]
+pub fn k(x: TensorRef<'_, f32>) -> Result<Opaque<State>, OpError> {
+    let _ = x;
+    Ok(Opaque(State { n: 0 }))
+}
+#[custom_op(name = "ui::k_bwd")]
+pub fn k_bwd(x: TensorRef<'_, f32>, #[out(shape = x)] d_x: TensorMut<'_, f32>) -> Result<(), OpError> {
+    let _ = (x, d_x);
+    Ok(())
+}
+
+// The cotangent of an integer output, which has none.
+#[custom_op(name = "ui::l", vjp = l_bwd)]
+pub fn l(
+    x: TensorRef<'_, f32>,
+    #[out(shape = x)] y: TensorMut<'_, f32>,
+    #[out(shape = x)] n: TensorMut<'_, i32>,
+) -> Result<(), OpError> {
+    let _ = (x, y, n);
+    Ok(())
+}
+#[custom_op(name = "ui::l_bwd")]
+pub fn l_bwd(
+    x: TensorRef<'_, f32>,
+    d_y: TensorRef<'_, f32>,
+    d_n: TensorRef<'_, i32>,
+    #[out(shape = x)] d_x: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    let _ = (x, d_y, d_n, d_x);
+    Ok(())
+}
+
 // Not an op, and not a path.
 #[custom_op(name = "ui::h", vjp = no_such_bwd)]
 pub fn h(x: TensorRef<'_, f32>, #[out(shape = x)] y: TensorMut<'_, f32>) -> Result<(), OpError> {

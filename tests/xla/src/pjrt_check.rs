@@ -144,24 +144,30 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
             what(format!("registering the handlers: {e}"));
         }
     }
+    let signature = program.as_ref().ok().and_then(|p| p.signature().cloned());
     let exe = program.and_then(|p| client.compile(&p));
     let outcome = match (outcome, exe) {
-        (Err(jax), Ok(_)) => {
-            if jax.stage == "parse" || jax.stage == "verify" || jax.stage == "compile" {
-                what(format!(
-                    "jaxlib refused the module at {} ({}), the runner compiled it",
-                    jax.stage, jax.message
-                ))
-            }
+        (Err(jax), Ok(_)) => what(format!(
+            "jaxlib failed at {} ({}), the runner compiled the module",
+            jax.stage, jax.message
+        )),
+        (Err(_), Err(_)) => {
+            count();
             return;
         }
-        (Err(_), Err(_)) => return,
         (Ok(_), Err(e)) => what(format!(
             "jaxlib compiled the module, the runner did not: {e}"
         )),
         (Ok(o), Ok(exe)) => (o, exe),
     };
     let (jax, exe) = outcome;
+    if jax.runs.len() != job.runs.len() {
+        what(format!(
+            "the job has {} runs, jaxlib ran {}",
+            job.runs.len(),
+            jax.runs.len()
+        ));
+    }
     for (i, (inputs, jax_run)) in job.runs.iter().zip(&jax.runs).enumerate() {
         let args: Vec<HostTensor> = inputs.iter().map(to_host).collect();
         let ours = exe.run(&args);
@@ -180,13 +186,15 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
                     }
                 }
             }
-            // The runner checks inputs against the signature before calling the plugin (which
-            // passes a wrong-sized buffer on to the handler, as jaxlib does): its refusal
-            // comes first, where the handler's came with jaxlib.
-            (Err(_), Err(RunError::Input(_))) => {}
             (Err(j), Err(o)) => {
                 let jcode = customop::Refusal::in_message(&j.message);
-                let ocode = o.refusal();
+                // The runner checks inputs against the signature before calling the plugin
+                // (which passes a wrong-sized buffer on to the handler, as jaxlib does): its
+                // refusal comes first, and stands for the code the handler gives.
+                let ocode = match &o {
+                    RunError::Input(_) => signature.as_ref().and_then(|s| s.refusal_for(&args)),
+                    _ => o.refusal(),
+                };
                 if jcode != ocode {
                     what(format!(
                         "run {i}: both refused, but with other codes: jaxlib {jcode:?} ({}), \
@@ -200,6 +208,24 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
                 "run {i}: jaxlib refused ({}), the runner ran it",
                 j.message
             )),
+        }
+    }
+    count();
+}
+
+/// Counts one agreeing job in `CUSTOMOP_PJRT_CROSS_CHECK_LOG` (suite `rust`), when set: the
+/// test script requires a minimum per suite.
+fn count() {
+    use std::io::Write;
+    if let Some(log) = std::env::var_os("CUSTOMOP_PJRT_CROSS_CHECK_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        // One write of one line: appends from several test threads do not interleave.
+        let ok = file.and_then(|mut f| f.write_all(b"ok rust\n"));
+        if let Err(e) = ok {
+            panic!("PJRT cross-check: cannot count in the log: {e}");
         }
     }
 }
