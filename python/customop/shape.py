@@ -2,9 +2,9 @@
 from tensor dimensions (`x.dim(1)`), integer attributes (`k`), lengths of array attributes
 (`taps.len()`) and integer literals, with `+ - * / %`, `min`, `max` and `ceil_div`.
 
-Evaluated exactly as Rust does: 64-bit signed integers, an overflow or a division by zero is an
-error (never a wrapped value), `/` and `%` truncate toward zero, `ceil_div` rounds the exact
-quotient up. `eval_size` also refuses a negative size, and zero from a computed expression.
+Evaluated exactly as Rust does: 64-bit signed integers, an overflow, a division by zero or a
+division (`/`, `%`, `ceil_div`) of or by a negative number is an error (never a wrapped or
+truncated value); `/` rounds down, `ceil_div` up. `eval_size` also refuses a negative size, and zero from a computed expression.
 The manifest carries each expression as a JSON tree; `parse` reads it."""
 
 from __future__ import annotations
@@ -25,14 +25,8 @@ class ShapeExprError(ValueError):
     attribute, or a size that is not one."""
 
 
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def _ceil_div(a: int, b: int) -> int:
-    q = _trunc_div(a, b)
-    return q + 1 if a % b != 0 and (a > 0) == (b > 0) else q
+    return -(-a // b)
 
 
 # name -> (infix symbol or None, function)
@@ -40,8 +34,8 @@ OPS: dict[str, tuple[str | None, Callable[[int, int], int]]] = {
     "add": ("+", lambda a, b: a + b),
     "sub": ("-", lambda a, b: a - b),
     "mul": ("*", lambda a, b: a * b),
-    "div": ("/", _trunc_div),
-    "rem": ("%", lambda a, b: a - b * _trunc_div(a, b)),
+    "div": ("/", operator.floordiv),
+    "rem": ("%", operator.mod),
     "min": (None, min),
     "max": (None, max),
     "ceil_div": (None, _ceil_div),
@@ -53,6 +47,9 @@ def apply(op: str, a: int, b: int) -> int:
     """`a op b` on 64-bit integers, as Rust's `BinOp::apply`."""
     if op in ("div", "rem", "ceil_div") and b == 0:
         raise ShapeExprError("`%s` divides by zero" % Bin(op, Lit(a), Lit(b)).text())
+    if op in ("div", "rem", "ceil_div") and (a < 0 or b < 0):
+        raise ShapeExprError("`%s` divides a negative number (a size expression divides only "
+                             "sizes)" % Bin(op, Lit(a), Lit(b)).text())
     r = OPS[op][1](a, b)
     if not _I64_MIN <= r <= _I64_MAX:
         raise ShapeExprError("`%s` overflows a 64-bit integer" % Bin(op, Lit(a), Lit(b)).text())

@@ -13,6 +13,7 @@ pub mod float8;
 mod plan;
 mod records;
 pub mod registry;
+pub mod round;
 pub mod schema;
 pub mod tensor;
 mod torch;
@@ -47,6 +48,7 @@ pub use half::{bf16, f16};
 /// The `num-complex` crate (`Complex<T>`, whose `f32`/`f64` forms are [`Complex64`] and
 /// [`Complex128`]).
 pub use num_complex;
+pub use round::{bf16_from_f64, f16_from_f64};
 
 /// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
 /// handler. See the book's "Declaring ops" chapter.

@@ -3,6 +3,8 @@
 //! (every fp8 value, the midpoints between neighbours and one f32 ulp either side, the
 //! overflow boundary, infinities, NaN, subnormals and pseudo-random bit patterns) rounds to the
 //! same bits. NaNs compare as NaNs (their payload and sign are not part of the contract).
+//! And `customop::round`'s f64 to bf16/f16 rounding against ml_dtypes and numpy on a million
+//! values, every midpoint's neighbours among them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -118,4 +120,45 @@ fn f32_values_round_to_fp8_as_ml_dtypes_does() {
             }
         }
     }
+}
+
+#[test]
+fn f64_values_round_to_bf16_and_f16_as_ml_dtypes_does() {
+    let path = customop_xla::workspace_root().join("target/round-16bit-reference.bin");
+    let n: usize = ml_dtypes(
+        "f64_to_16bit_reference",
+        json!([path.to_str().unwrap(), 1_000_000]),
+    );
+    assert!(n >= 1_000_000, "{n} values");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), n * 12);
+    let (xs, rest) = bytes.split_at(n * 8);
+    let (bf, hf) = rest.split_at(n * 2);
+    let u16s = |b: &[u8]| -> Vec<u16> {
+        b.chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
+    let (bf, hf) = (u16s(bf), u16s(hf));
+    let mut half_wrong = 0;
+    for (i, c) in xs.chunks_exact(8).enumerate() {
+        let x = f64::from_le_bytes(c.try_into().unwrap());
+        let b = customop::bf16_from_f64(x).to_bits();
+        assert_eq!(
+            b, bf[i],
+            "bf16 of {x:e}: 0x{b:04x}, ml_dtypes 0x{:04x}",
+            bf[i]
+        );
+        let h = customop::f16_from_f64(x).to_bits();
+        assert_eq!(h, hf[i], "f16 of {x:e}: 0x{h:04x}, numpy 0x{:04x}", hf[i]);
+        if customop::bf16::from_f64(x).to_bits() != bf[i] {
+            half_wrong += 1;
+        }
+    }
+    // What the correct rounding fixes: `half`'s own conversion misrounds many of these.
+    assert!(
+        half_wrong > 1000,
+        "half::bf16::from_f64 wrong on {half_wrong} of {n}"
+    );
+    eprintln!("half::bf16::from_f64 differs from ml_dtypes on {half_wrong} of {n} values");
 }

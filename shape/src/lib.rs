@@ -24,9 +24,9 @@ pub enum BinOp {
     Sub,
     /// `a * b`.
     Mul,
-    /// `a / b`, truncating toward zero.
+    /// `a / b` of non-negative numbers (rounding down).
     Div,
-    /// `a % b`, with the sign of `a`.
+    /// `a % b` of non-negative numbers.
     Rem,
     /// `min(a, b)`.
     Min,
@@ -95,11 +95,16 @@ impl BinOp {
         }
     }
 
-    /// `a op b`, checked.
+    /// `a op b`, checked. A division (`/`, `%`, `ceil_div`) of or by a negative number is an
+    /// error: sizes never divide one (`(x.dim(1) - k) / stride + 1` with a window longer than
+    /// the row would otherwise truncate `-2 / 4` to 0 and give a size of 1), and so truncating
+    /// and flooring never differ.
     pub fn apply(self, a: i64, b: i64) -> Result<i64, ArithError> {
         let divisor = || {
             if b == 0 {
                 Err(ArithError::DivisionByZero)
+            } else if a < 0 || b < 0 {
+                Err(ArithError::NegativeDivision)
             } else {
                 Ok(b)
             }
@@ -115,7 +120,7 @@ impl BinOp {
             BinOp::CeilDiv => {
                 let b = divisor()?;
                 a.checked_div(b).and_then(|q| {
-                    if a % b != 0 && ((a > 0) == (b > 0)) {
+                    if a % b != 0 {
                         q.checked_add(1)
                     } else {
                         Some(q)
@@ -134,6 +139,8 @@ pub enum ArithError {
     Overflow,
     /// A `/`, `%` or `ceil_div` by zero.
     DivisionByZero,
+    /// A `/`, `%` or `ceil_div` of or by a negative number.
+    NegativeDivision,
 }
 
 /// One output dimension, as an expression over the op's parameters, named by `N` (the
@@ -226,6 +233,13 @@ impl fmt::Display for EvalError {
                 error: ArithError::DivisionByZero,
                 at,
             } => write!(f, "`{at}` divides by zero"),
+            EvalError::Arith {
+                error: ArithError::NegativeDivision,
+                at,
+            } => write!(
+                f,
+                "`{at}` divides a negative number (a size expression divides only sizes)"
+            ),
             EvalError::Missing(what) => write!(f, "{what} has no value"),
             EvalError::NotASize(v) => write!(f, "it is {v}, not a size"),
         }
@@ -584,13 +598,16 @@ mod tests {
     fn integer_semantics() {
         let cases = [
             (BinOp::Div, 7, 2, Ok(3)),
-            (BinOp::Div, -7, 2, Ok(-3)),
-            (BinOp::Rem, -7, 2, Ok(-1)),
+            (BinOp::Div, 0, 4, Ok(0)),
+            (BinOp::Rem, 7, 2, Ok(1)),
             (BinOp::CeilDiv, 7, 2, Ok(4)),
             (BinOp::CeilDiv, 8, 2, Ok(4)),
-            (BinOp::CeilDiv, -7, 2, Ok(-3)),
-            (BinOp::CeilDiv, 7, -2, Ok(-3)),
-            (BinOp::CeilDiv, -7, -2, Ok(4)),
+            (BinOp::CeilDiv, 0, 2, Ok(0)),
+            (BinOp::Div, -2, 4, Err(ArithError::NegativeDivision)),
+            (BinOp::Div, 7, -2, Err(ArithError::NegativeDivision)),
+            (BinOp::Rem, -7, 2, Err(ArithError::NegativeDivision)),
+            (BinOp::CeilDiv, -7, 2, Err(ArithError::NegativeDivision)),
+            (BinOp::CeilDiv, -7, -2, Err(ArithError::NegativeDivision)),
             (BinOp::Min, 3, -2, Ok(-2)),
             (BinOp::Max, 3, -2, Ok(3)),
             (BinOp::Div, 1, 0, Err(ArithError::DivisionByZero)),
@@ -598,7 +615,7 @@ mod tests {
             (BinOp::CeilDiv, 1, 0, Err(ArithError::DivisionByZero)),
             (BinOp::Add, i64::MAX, 1, Err(ArithError::Overflow)),
             (BinOp::Mul, i64::MAX, 2, Err(ArithError::Overflow)),
-            (BinOp::Div, i64::MIN, -1, Err(ArithError::Overflow)),
+            (BinOp::Div, i64::MIN, -1, Err(ArithError::NegativeDivision)),
         ];
         for (op, a, bb, want) in cases {
             assert_eq!(op.apply(a, bb), want, "{op:?} {a} {bb}");

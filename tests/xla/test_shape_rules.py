@@ -201,7 +201,12 @@ class ShapeRules(unittest.TestCase):
         sch = KERNELS.op("example::avg_pool").schema
         rule = "output `y`: dimension 1, `(x.dim(1) + 2 * pad - k) / stride + 1`"
         for attrs, why in [
-            ({"k": 10, "stride": 1, "pad": 0}, "it is -2, not a size"),
+            ({"k": 10, "stride": 1, "pad": 0},
+             "`-3 / 1` divides a negative number (a size expression divides only sizes)"),
+            # A window longer than the row by less than a stride: truncating, `-6 / 4 + 1`
+            # would be a size of 1 and the call would reach the kernel; refused instead.
+            ({"k": 13, "stride": 4, "pad": 0},
+             "`-6 / 4` divides a negative number (a size expression divides only sizes)"),
             ({"k": 3, "stride": 0, "pad": 0}, "`4 / 0` divides by zero"),
             ({"k": -2**63, "stride": 1, "pad": 1},
              "`9 - -9223372036854775808` overflows a 64-bit integer"),
@@ -215,18 +220,19 @@ class ShapeRules(unittest.TestCase):
         self.assertIn("output `values`: dimension 0, `k`: it is 0, not a size", str(cm.exception))
 
     def test_integer_semantics_are_rusts(self):
-        # The same table as customop-shape's `integer_semantics` test (Rust's i64 arithmetic:
-        # truncating division, remainder with the dividend's sign, ceil_div, checked).
+        # The same table as customop-shape's `integer_semantics` test (i64 arithmetic, checked;
+        # a division of or by a negative number refused).
         from customop.shape import ShapeExprError, apply
 
-        cases = [("div", 7, 2, 3), ("div", -7, 2, -3), ("rem", -7, 2, -1),
-                 ("ceil_div", 7, 2, 4), ("ceil_div", 8, 2, 4), ("ceil_div", -7, 2, -3),
-                 ("ceil_div", 7, -2, -3), ("ceil_div", -7, -2, 4), ("min", 3, -2, -2),
-                 ("max", 3, -2, 3)]
+        cases = [("div", 7, 2, 3), ("div", 0, 4, 0), ("rem", 7, 2, 1),
+                 ("ceil_div", 7, 2, 4), ("ceil_div", 8, 2, 4), ("ceil_div", 0, 2, 0),
+                 ("min", 3, -2, -2), ("max", 3, -2, 3)]
         for op, a, b, want in cases:
             self.assertEqual(apply(op, a, b), want, (op, a, b))
         for op, a, b in [("div", 1, 0), ("rem", 1, 0), ("ceil_div", 1, 0), ("add", 2**63 - 1, 1),
-                         ("mul", 2**63 - 1, 2), ("div", -2**63, -1)]:
+                         ("mul", 2**63 - 1, 2), ("div", -2**63, -1), ("div", -2, 4),
+                         ("div", 7, -2), ("rem", -7, 2), ("ceil_div", -7, 2),
+                         ("ceil_div", -7, -2)]:
             with self.assertRaises(ShapeExprError, msg=(op, a, b)):
                 apply(op, a, b)
 

@@ -432,7 +432,7 @@ impl Real for customop::bf16 {
         customop::bf16::to_f64(self)
     }
     fn from_f64(v: f64) -> Self {
-        customop::bf16::from_f64(v)
+        customop::bf16_from_f64(v)
     }
 }
 
@@ -441,7 +441,7 @@ impl Real for customop::f16 {
         customop::f16::to_f64(self)
     }
     fn from_f64(v: f64) -> Self {
-        customop::f16::from_f64(v)
+        customop::f16_from_f64(v)
     }
 }
 
