@@ -255,7 +255,8 @@ fn mutable_state_is_updated_across_executions() {
     let text = counter_module().to_text().unwrap();
     assert!(text.contains("mutable = true"), "{text}");
     assert!(text.contains("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [1], operand_index = 0, operand_tuple_indices = []>]"), "{text}");
-    assert!(text.contains("has_side_effect = true"), "{text}");
+    // `&mut` alone is no side effect: the new state is a result the program returns.
+    assert!(!text.contains("has_side_effect"), "{text}");
     assert_eq!(
         k::counter_step::schema_string(),
         "example::counter_step(Tensor(a!) state, Tensor x) -> Tensor"
@@ -1004,18 +1005,25 @@ fn mesh_mistakes_are_rust_errors_before_xla() {
     );
     // A side-effecting op without a partition rule in a module with a mesh: XLA's partitioner
     // would refuse it ("Side-effect HLO must have sharding"); the builder says so first.
+    // (A `&mut` external alone is no side effect: `counter_step` builds.)
     let mut m = Module::new();
     m.mesh("mesh", &[("x", 4)]).unwrap();
     let mut f = m.entry("main", [t(ElementType::F32, &[4])]).unwrap();
     let x = f.arg(0).unwrap();
     let state = f.external::<k::Counter>("state").unwrap();
     let out = k::counter_step::call(&mut f, &state, &x).unwrap();
-    f.ret(&[&out.y]).unwrap();
+    let results = [t(ElementType::F32, &[4])];
+    let operands = [&out.y];
+    let mut call = customop::lower::CustomCall::new("ui.effect", &operands, &results);
+    call.has_side_effect = true;
+    let z = f.custom_call(call).unwrap();
+    f.ret(&[&z[0], out.state.value()]).unwrap();
     let err = m.to_text().unwrap_err().to_string();
     assert!(
-        err.contains("custom_call @example.counter_step in function `main` has side effects, and the module has a device mesh"),
+        err.contains("custom_call @ui.effect in function `main` has side effects, and the module has a device mesh"),
         "{err}"
     );
+    assert!(!err.contains("counter_step"), "{err}");
 }
 
 #[test]
@@ -1470,8 +1478,8 @@ fn a_shape_expression_without_a_size_is_a_build_error_naming_the_values() {
             10,
             1,
             0,
-            "example::avg_pool: output `y`: dimension 1, `(x.dim(1) + 2 * pad - k) / stride + 1`, \
-             is -2, not a size; the operands are x: tensor<2x7xf32>; the attributes k = 10, \
+            "example::avg_pool: output `y`: dimension 1, `(x.dim(1) + 2 * pad - k) / stride + 1`: \
+             `-3 / 1` divides a negative number (a size expression divides only sizes); the operands are x: tensor<2x7xf32>; the attributes k = 10, \
              stride = 1, pad = 0",
         ),
         (

@@ -16,7 +16,8 @@ pub struct OpSchema {
     pub target: String,
     /// The custom call API version (4: typed XLA FFI).
     pub api_version: u32,
-    /// Whether the op has side effects (`has_side_effect`; implied by a `&mut` external).
+    /// Whether the op has side effects (`has_side_effect`): the `side_effect` option only, not
+    /// a `&mut` external, whose new state is a result.
     pub side_effect: bool,
     /// The parameters, in declaration order (outputs are results, not parameters).
     pub params: Vec<ParamSchema>,

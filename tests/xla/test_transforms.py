@@ -122,6 +122,21 @@ class Vmap(unittest.TestCase):
         text = jax.jit(f).lower(blob, np.ones((3, 2), np.float32)).as_text()
         self.assertIn("stablehlo.custom_call @my_custom_library.custom_op_external(", text)
 
+    def test_a_mut_external_threads_its_state_without_a_side_effect(self):
+        """A `&mut` external does not make the call side-effecting (no `has_side_effect`, so
+        JAX dispatches it as any op); the new state is a result, threaded from call to call."""
+        step = jax.jit(lambda s, x: OPS.example.counter_step(s, x))
+        state = np.frombuffer(LIB.pack("example::Counter", {"calls": 0, "total": 0.0}), np.uint8)
+        x = np.array([1.0, 2.0], np.float32)
+        text = step.lower(state, x).as_text()
+        self.assertIn("stablehlo.custom_call @example.counter_step(", text)
+        self.assertNotIn("has_side_effect", text)
+        for calls in (1, 2, 3):
+            y, state = step(state, x)
+            np.testing.assert_array_equal(y, x + calls)
+        self.assertEqual(LIB.unpack("example::Counter", np.asarray(state)),
+                         {"calls": 3, "total": 9.0})
+
     def test_nested_vmap(self):
         xs = RNG.normal(size=(2, 3, 4, 6))
         got = jax.vmap(jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS)))(xs)

@@ -38,7 +38,7 @@ pub mod step {
                         "example::step",
                         "example.step",
                         4u32,
-                        true,
+                        false,
                         ::core::convert::From::from([
                             ::customop::__private::external_param(
                                 "state",
