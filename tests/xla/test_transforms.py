@@ -214,6 +214,11 @@ class Grad(unittest.TestCase):
         self.assertEqual(di.dtype, jax.dtypes.float0)
         self.assertEqual(di.shape, idx.shape)
         check_grads(lambda x: OPS.example.gather_rows(x, idx), (x,), 1, ["rev"])
+        # An index outside x is the kernel's refusal, not a read past the buffer.
+        with self.assertRaises(Exception) as cm:
+            jax.block_until_ready(OPS.example.gather_rows(x, np.array([1, 4], np.int32)))
+        self.assertIn("[kernel_error]", str(cm.exception))
+        self.assertIn("gather_rows: idx[1] = 4 is not a row of x (0..4)", str(cm.exception))
 
     def test_vmap_of_grad_is_the_loop_of_grads(self):
         xs = RNG.normal(size=(3, 4, 6))

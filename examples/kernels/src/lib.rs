@@ -778,6 +778,18 @@ pub fn apply_taps(
     Ok(())
 }
 
+/// Index `idx[k] = i` as a row of a tensor of `rows` rows, or the op's refusal.
+fn row_of(op: &str, k: usize, i: i32, rows: usize) -> Result<usize, OpError> {
+    usize::try_from(i)
+        .ok()
+        .filter(|&r| r < rows)
+        .ok_or_else(|| {
+            OpError::invalid_argument(format!(
+                "{op}: idx[{k}] = {i} is not a row of x (0..{rows})"
+            ))
+        })
+}
+
 /// `y[k, :] = x[idx[k], :]`, an embedding lookup, for `f32` and `f64`. Differentiable in `x`;
 /// `idx` is an integer tensor, so it has no gradient (`None` in torch, a `float0` zero in
 /// JAX) and the backward returns none for it.
@@ -790,14 +802,7 @@ pub fn gather_rows<T: Real>(
     let (rows, cols) = (x.dim(0), x.dim(1));
     let out = y.as_mut_slice();
     for (k, &i) in idx.as_slice().iter().enumerate() {
-        let r = usize::try_from(i)
-            .ok()
-            .filter(|&r| r < rows)
-            .ok_or_else(|| {
-                OpError::invalid_argument(format!(
-                    "gather_rows: idx[{k}] = {i} is not a row of x (0..{rows})"
-                ))
-            })?;
+        let r = row_of("gather_rows", k, i, rows)?;
         out[k * cols..(k + 1) * cols].copy_from_slice(&x.as_slice()[r * cols..(r + 1) * cols]);
     }
     Ok(())
@@ -821,14 +826,7 @@ pub fn gather_rows_bwd<T: Real>(
     }
     let mut acc = vec![0f64; rows * cols];
     for (k, &i) in idx.as_slice().iter().enumerate() {
-        let r = usize::try_from(i)
-            .ok()
-            .filter(|&r| r < rows)
-            .ok_or_else(|| {
-                OpError::invalid_argument(format!(
-                    "gather_rows_bwd: idx[{k}] = {i} is not a row of x (0..{rows})"
-                ))
-            })?;
+        let r = row_of("gather_rows_bwd", k, i, rows)?;
         for (a, g) in acc[r * cols..(r + 1) * cols]
             .iter_mut()
             .zip(&d_y.as_slice()[k * cols..(k + 1) * cols])
