@@ -100,7 +100,7 @@ declare -A MIN_CHECKS=(
   [xla/test_computed_shapes.py]=14
   [xla/test_generic_ops.py]=16
   [xla/test_dtypes.py]=12
-  [xla/test_transforms.py]=56
+  [xla/test_transforms.py]=58
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do

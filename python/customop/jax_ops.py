@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .manifest import ExternalParam, OpSchema, TensorParam, TensorResult
+from .schema import checked_attrs
 
 if TYPE_CHECKING:
     from .xla import Library
@@ -108,13 +109,9 @@ class Op:
                 raise TypeError("%s takes %d operands (%s); missing %s"
                                 % (self.name, len(names), ", ".join(names), ", ".join(missing)))
             operands = (*operands, *(attrs.pop(n) for n in names[len(operands):]))
-        unknown = sorted(set(attrs) - {p.name for p in sch.attributes})
-        if unknown:
-            raise TypeError("%s has no attribute %s (its attributes: %s)"
-                            % (self.name, ", ".join(unknown),
-                               ", ".join(p.name for p in sch.attributes) or "none"))
+        # Before any tracing: the same check as `lib.call`'s (SchemaError, a TypeError).
+        attrs = checked_attrs(sch, attrs)
         operands = tuple(_as_operand(p, o) for p, o in zip(sch.operands, operands))
-        attrs = {p.name: _as_attribute(p, attrs[p.name]) for p in sch.attributes if p.name in attrs}
         return _differentiable(self._lib, self.name, attrs)(*operands)
 
 
@@ -153,18 +150,6 @@ def _as_operand(p: Any, value: Any) -> Any:
 
     if isinstance(p, ExternalParam) and isinstance(value, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(value), np.uint8)
-    return value
-
-
-def _as_attribute(p: Any, value: Any) -> Any:
-    """A scalar attribute as its declared type (a Python float is f64 under x64, the attribute
-    maybe f32), an array attribute as an array of its element type."""
-    import numpy as np
-
-    if p.type.kind == "scalar" and p.type.dtype is not None:
-        return p.type.dtype.numpy_dtype.type(value)
-    if p.type.kind == "array" and p.type.dtype is not None:
-        return np.asarray(value, p.type.dtype.numpy_dtype)
     return value
 
 

@@ -226,3 +226,28 @@ def backend_config(schema: OpSchema, attrs: Mapping[str, Any]) -> str:
             text = _string_text(v)
         entries.append("%s = %s" % (param.name, text))
     return "{" + ", ".join(entries) + "}"
+
+
+def checked_attrs(schema: OpSchema, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attributes of one call, the same check for every entry (`lib.call`, `lib.ops`,
+    `customop.xla.export`): unknown, missing and ill-typed ones are a `SchemaError` naming the
+    op and the attribute; each value converted to its declared type (a Python float to an f32
+    attribute's `numpy.float32`, a list to an array of the element type), bytes and strings as
+    given."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for param, value in check_attrs(schema, attrs):
+        plain = value
+        if isinstance(value, np.generic):  # np.float32(1e-3), np.int64(4), np.True_
+            plain = value.item()
+        elif isinstance(value, np.ndarray) and param.type.kind == "array":
+            plain = value.tolist()
+        kind, dtype, v = normalize(schema, param, plain)
+        if kind == "scalar" and dtype is not None:
+            out[param.name] = dtype.numpy_dtype.type(v)
+        elif kind == "array" and dtype is not None:
+            out[param.name] = np.asarray(v, dtype.numpy_dtype)
+        else:
+            out[param.name] = value
+    return out

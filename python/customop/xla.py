@@ -21,7 +21,7 @@ from typing import Any
 
 from . import descriptors
 from .manifest import Layout, Manifest, OpEntry, PartitionRule
-from .schema import operand_names, result_specs
+from .schema import checked_attrs, operand_names, result_specs
 
 
 class Library:
@@ -77,11 +77,14 @@ class Library:
     def call(self, name: str, *operands: Any, **attrs: Any) -> Any:
         """Calls op `name` on `operands` (its tensors and externals' bytes, in declaration
         order) with `jax.ffi.ffi_call`, result types from the schema's shape rules; keyword
-        arguments are the op's attributes. Returns one array, or a list for several results."""
+        arguments are the op's attributes, checked and converted to their declared types first
+        (a `SchemaError` names an unknown, missing or ill-typed one). Returns one array, or a
+        list for several results."""
         import jax
         import numpy as np
 
         sch = self.op(name).schema
+        attrs = checked_attrs(sch, attrs)
         names = operand_names(sch)
         if len(operands) != len(names):
             raise TypeError("%s takes %d operands (%s), got %d"

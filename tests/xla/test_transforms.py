@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import samples  # noqa: E402
 from customop import crosscheck  # noqa: E402
 from customop.jax_ops import NoGradientError  # noqa: E402
+from customop.schema import SchemaError  # noqa: E402
 from customop.xla import ExportError, Library, export, externals  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
@@ -141,6 +142,51 @@ class Vmap(unittest.TestCase):
         xs = RNG.normal(size=(2, 3, 4, 6))
         got = jax.vmap(jax.vmap(lambda x: OPS.example.rms_norm_t(x, eps=EPS)))(xs)
         np.testing.assert_allclose(got, rms_norm_ref(xs), rtol=1e-14)
+
+
+class Attributes(unittest.TestCase):
+    """Every JAX entry (`lib.ops`, `lib.call`, `customop.xla.export`) checks attributes the same
+    way, before tracing: unknown, missing and ill-typed ones are a SchemaError naming the op and
+    the attribute; a Python number becomes the declared type."""
+
+    X = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+
+    def test_a_missing_attribute_is_refused_before_tracing(self):
+        for call in (lambda x: OPS.example.rms_norm_t(x),
+                     lambda x: LIB.call("example::rms_norm_t", x)):
+            with self.assertRaises(SchemaError) as cm:
+                call(self.X)
+            self.assertIn("example::rms_norm_t: missing attribute eps", str(cm.exception))
+            with self.assertRaises(SchemaError):
+                export(call, self.X, lib=LIB)
+
+    def test_an_unknown_attribute_is_refused_naming_it(self):
+        for call in (lambda x: OPS.example.rms_norm_t(x, eps=EPS, epz=1.0),
+                     lambda x: LIB.call("example::rms_norm_t", x, epz=EPS)):
+            with self.assertRaises(SchemaError) as cm:
+                jax.jit(call)(self.X)
+            self.assertIn("example::rms_norm_t has no attribute epz (its attributes: eps)",
+                          str(cm.exception))
+
+    def test_an_ill_typed_attribute_is_refused_naming_it(self):
+        for call in (lambda x: OPS.example.rms_norm_t(x, eps="small"),
+                     lambda x: LIB.call("example::rms_norm_t", x, eps="small")):
+            with self.assertRaises(SchemaError) as cm:
+                call(self.X)
+            self.assertIn("example::rms_norm_t: attribute `eps` takes a float, got 'small'",
+                          str(cm.exception))
+        with self.assertRaises(SchemaError) as cm:
+            OPS.example.top_k(self.X[0], k=2.5)
+        self.assertIn("attribute `k` takes an int", str(cm.exception))
+
+    def test_a_python_number_becomes_the_declared_type(self):
+        """eps is an f32 attribute; a Python float (f64 under x64) is converted, in lib.call
+        as in lib.ops, and both equal the reference."""
+        want = np.asarray(rms_norm_ref(self.X))
+        for call in (lambda x: OPS.example.rms_norm_t(x, eps=EPS),
+                     lambda x: LIB.call("example::rms_norm_t", x, eps=EPS)):
+            got = crosscheck.jit(PATH, call)(self.X)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
 class Grad(unittest.TestCase):
