@@ -115,7 +115,7 @@ mod tests {
     use quote::quote;
 
     fn names(input: proc_macro2::TokenStream) -> (Vec<String>, Vec<String>) {
-        let mut cx = Ctxt::default();
+        let mut cx = Ctxt::new();
         let mut seen = Vec::new();
         parse_entries(&mut cx, input, |_, meta| {
             let name = meta.path.to_token_stream().to_string();
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_second_set_is_a_duplicate() {
-        let mut cx = Ctxt::default();
+        let mut cx = Ctxt::new();
         let mut a = Attr::none("option", "name");
         assert!(!a.is_written());
         a.set(&mut cx, quote!(name), 1);

@@ -10,7 +10,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 pub(crate) fn derive(input: &syn::DeriveInput) -> TokenStream {
-    let mut cx = Ctxt::default();
+    let mut cx = Ctxt::new();
     let options = parse::options(&mut cx, &input.attrs);
     let option_errors = cx.error_count();
     let model = model::Descriptor::from_input(&mut cx, input, options);

@@ -9,23 +9,25 @@ mod expand;
 mod model;
 mod names;
 mod parse;
+mod shape_rule;
 
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
 use quote::quote;
 
 pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut cx = Ctxt::default();
+    let mut cx = Ctxt::new();
     let options = parse::options(&mut cx, args);
     let item = match syn::parse2::<parse::ItemFn>(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            let e = syn::Error::new(
+            // The options' errors too (checked here: the guard would catch it otherwise).
+            cx.syn_error(syn::Error::new(
                 e.span(),
                 "#[custom_op] goes on a function: `#[custom_op(name = \"ns::op\")] fn op(...)`",
-            )
-            .to_compile_error();
-            return quote!(#e #item);
+            ));
+            let errors = cx.check().err().unwrap_or_default();
+            return quote!(#errors #item);
         }
     };
     let (user_fn, params) = parse::take_param_attrs(&mut cx, &item);
