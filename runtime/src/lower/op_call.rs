@@ -52,23 +52,9 @@ pub fn call_op(
             ParamKind::Attribute { .. } => {}
         }
     }
-    // A type parameter is one type in a call: every operand it types has the first one's.
-    for var in &plan.dtype_vars {
-        let first = var.operands[0];
-        for &o in &var.operands[1..] {
-            if operands[o].element() != operands[first].element() {
-                let name = |o: usize| &schema.params[plan.operand_params[o]].name;
-                return Err(BuildError::new(format!(
-                    "{op}: `{}` is {} and `{}` is {}, but both are `{}`: one type per call",
-                    name(first),
-                    operands[first].ty(),
-                    name(o),
-                    operands[o].ty(),
-                    var.name
-                )));
-            }
-        }
-    }
+    // A type parameter is one type in a call (check_operand saw each type is allowed).
+    plan.check_dtype_vars(|o| operands.get(o).map(|v| v.element()))
+        .map_err(|m| BuildError::new(plan.dtype_message(schema, &m)))?;
     let attr_names: Vec<&str> = schema
         .params
         .iter()

@@ -9,6 +9,7 @@ use crate::schema::{
 use crate::types::ElementType;
 use customop_shape::{Expr, Facts};
 
+mod dtypes;
 mod shape;
 pub use shape::{OutputDim, OutputShape, ParamRef, ShapeEnv};
 

@@ -1,5 +1,6 @@
 //! The plan's rules, on schemas made here.
 
+use super::dtypes::DtypeMismatch;
 use super::*;
 use crate::descriptor::Descriptor;
 use crate::schema::{ParamSchema, ResultSchema};
@@ -247,4 +248,43 @@ fn shapes_evaluate_and_match_from_operand_dims_and_attributes() {
     // A computed size of zero is refused, a copied zero is not.
     let zero = OutputShape::Dims(vec![Expr::bin(BinOp::Sub, k.clone(), k)]);
     assert_eq!(zero.eval(&Vals), Err((0, EvalError::NotASize(0))));
+}
+
+#[test]
+fn one_type_per_type_parameter_in_a_call() {
+    let var = |name: &str| ParamSchema {
+        name: name.into(),
+        kind: ParamKind::Tensor {
+            dtype: TensorDtype::Var {
+                name: "T".into(),
+                allowed: vec![ElementType::F32, ElementType::F64],
+            },
+            rank: None,
+        },
+    };
+    let s = schema(vec![var("x"), tensor("i", None), var("w")], vec![]);
+    let p = Plan::new(&s).unwrap();
+    let types = |t: [ElementType; 3]| move |o: usize| t.get(o).copied();
+    use ElementType::{F16, F32, F64};
+    assert_eq!(p.check_dtype_vars(types([F64, F32, F64])), Ok(()));
+    // Unknown types are skipped.
+    assert_eq!(p.check_dtype_vars(|o| (o == 0).then_some(F32)), Ok(()));
+    let mixed = p.check_dtype_vars(types([F32, F32, F64])).unwrap_err();
+    assert_eq!(
+        mixed,
+        DtypeMismatch::Mixed {
+            var: 0,
+            first: (0, F32),
+            other: (2, F64)
+        }
+    );
+    assert_eq!(
+        p.dtype_message(&s, &mixed),
+        "t::op: `x` is f32 and `w` is f64, but both are `T`: one type per call"
+    );
+    let outside = p.check_dtype_vars(types([F32, F32, F16])).unwrap_err();
+    assert_eq!(
+        p.dtype_message(&s, &outside),
+        "t::op: parameter `w` takes a tensor of T (f32 or f64), got f16"
+    );
 }

@@ -1,9 +1,14 @@
-//! The part of torch's stable C ABI (`torch/csrc/inductor/aoti_torch/c/shim.h`, torch 2.9)
-//! the native kernels use, declared here from that header and resolved at run time from the
+//! The part of torch's stable C ABI (`torch/csrc/inductor/aoti_torch/c/shim.h`, torch 2.9 to
+//! 2.15) the native kernels use, declared here from that header and resolved at run time from the
 //! `libtorch_cpu` the process already loaded: a kernel cdylib neither links torch nor needs it
 //! to load.
 
 use core::ffi::{c_char, c_int, c_void};
+
+/// The torch versions (major, minor) the declarations below hold for: >= 2.9, < 2.16 (tested on
+/// 2.9 and 2.15; none of the functions used changed in between), as `customop.torch` checks
+/// them too.
+const NATIVE_TORCH: ((u64, u64), (u64, u64)) = ((2, 9), (2, 16));
 
 /// `AtenTensorHandle`: an owning pointer to an `at::Tensor` on the heap.
 pub(crate) type Tensor = *mut c_void;
@@ -26,6 +31,7 @@ pub(crate) struct Api {
         *mut LibraryHandle,
     ) -> Status,
     pub library_impl: unsafe extern "C" fn(LibraryHandle, *const c_char, BoxedKernel) -> Status,
+    pub delete_library_object: unsafe extern "C" fn(LibraryHandle) -> Status,
     pub delete_tensor_object: unsafe extern "C" fn(Tensor) -> Status,
     pub get_data_ptr: unsafe extern "C" fn(Tensor, *mut *mut c_void) -> Status,
     pub get_dim: unsafe extern "C" fn(Tensor, *mut i64) -> Status,
@@ -66,8 +72,9 @@ impl Api {
             ($name:literal) => {
                 // SAFETY: each symbol is declared above with the signature the torch 2.9
                 // header gives it; the torch version is checked before registration.
-                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                    .map_err(|e| format!("{path} has no `{}` (torch >= 2.9 has): {e}", $name))?
+                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|e| {
+                    format!("{path} has no `{}` (torch 2.9 to 2.15 have): {e}", $name)
+                })?
             };
         }
         let dtype_fns: [(&[u8], crate::ElementType); 17] = [
@@ -103,11 +110,27 @@ impl Api {
             // SAFETY: the function takes nothing and returns a constant.
             dtypes.push((unsafe { f() }, element));
         }
+        let abi_fn: unsafe extern "C" fn() -> u64 = sym!("aoti_torch_abi_version");
+        // SAFETY: `uint64_t aoti_torch_abi_version(void)`, a constant.
+        let abi = unsafe { abi_fn() };
+        let version = ((abi >> 56) & 0xFF, (abi >> 48) & 0xFF);
+        if !(NATIVE_TORCH.0..NATIVE_TORCH.1).contains(&version) {
+            return Err(format!(
+                "{path} is torch {}.{}; customop's native kernels support torch >= {}.{}, < {}.{}",
+                version.0,
+                version.1,
+                NATIVE_TORCH.0.0,
+                NATIVE_TORCH.0.1,
+                NATIVE_TORCH.1.0,
+                NATIVE_TORCH.1.1
+            ));
+        }
         let cpu_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_cpu");
         let meta_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_meta");
         Ok(Api {
             library_init_impl: sym!("aoti_torch_library_init_impl"),
             library_impl: sym!("aoti_torch_library_impl"),
+            delete_library_object: sym!("aoti_torch_delete_library_object"),
             delete_tensor_object: sym!("aoti_torch_delete_tensor_object"),
             get_data_ptr: sym!("aoti_torch_get_data_ptr"),
             get_dim: sym!("aoti_torch_get_dim"),

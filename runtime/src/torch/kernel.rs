@@ -7,13 +7,14 @@
 //! wrapper takes over. `Owned` deletes what the kernel holds on every path.
 
 use super::api::{Api, Tensor};
+use super::values::{Attr, Env, Owned, contiguous_strides, float_bytes, int_bytes, range_text};
 use crate::ffi::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
 };
 use crate::ffi::eager::{CallAttr, CallTensor, call_handler};
-use crate::plan::{OutputShape, ParamSlot, Plan, ResultDtype, ResultPlan, ShapeEnv};
+use crate::plan::{OutputShape, ParamSlot, Plan, ResultDtype, ResultPlan};
 use crate::registry::HandlerFn;
-use crate::schema::{AttrType, OpSchema, ParamKind, one_of};
+use crate::schema::{AttrType, OpSchema, ParamKind};
 use crate::types::ElementType;
 use core::ffi::c_void;
 use core::ptr::null_mut;
@@ -44,31 +45,6 @@ impl Failure {
         match self {
             Failure::Kernel(code, m) => format!("customop[kernel:{code}] {m}"),
             Failure::Schema(m) => format!("customop[schema] {m}"),
-        }
-    }
-}
-
-/// Tensor handles the kernel owns, deleted on drop.
-struct Owned<'a> {
-    api: &'a Api,
-    handles: Vec<Tensor>,
-}
-
-impl Owned<'_> {
-    fn keep(&mut self, t: Tensor) -> Tensor {
-        self.handles.push(t);
-        t
-    }
-}
-
-impl Drop for Owned<'_> {
-    fn drop(&mut self) {
-        for h in self.handles.drain(..) {
-            if !h.is_null() {
-                // SAFETY: each handle is one this kernel owns (an argument torch handed over,
-                // or a tensor it made), deleted once: `drain` empties the list.
-                unsafe { (self.api.delete_tensor_object)(h) };
-            }
         }
     }
 }
@@ -164,87 +140,6 @@ fn view(api: &Api, owned: &mut Owned<'_>, h: Tensor, meta: bool) -> Result<View,
         dims,
         data,
     })
-}
-
-fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1].saturating_mul(dims[i + 1].max(1));
-    }
-    strides
-}
-
-/// An attribute's value as the handler receives it.
-enum Attr {
-    Scalar(ElementType, [u8; 8]),
-    /// The elements, packed; `u64` cells keep the start aligned for any element type.
-    Array(ElementType, Vec<u64>, usize),
-    Bytes(*const u8, usize),
-}
-
-struct Env<'a> {
-    dims: &'a [Vec<i64>],
-    ints: &'a [Option<i64>],
-    lens: &'a [Option<i64>],
-}
-
-impl ShapeEnv for Env<'_> {
-    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
-        self.dims.get(operand).map(Vec::as_slice)
-    }
-    fn attr_int(&self, slot: usize, _: &str) -> Option<i64> {
-        self.ints.get(slot).copied().flatten()
-    }
-    fn attr_len(&self, slot: usize, _: &str) -> Option<i64> {
-        self.lens.get(slot).copied().flatten()
-    }
-}
-
-/// `v` as a scalar of integer type `t`, if it fits.
-fn int_bytes(t: ElementType, v: i64) -> Option<[u8; 8]> {
-    let mut b = [0u8; 8];
-    macro_rules! put {
-        ($ty:ty) => {{
-            let x = <$ty>::try_from(v).ok()?.to_ne_bytes();
-            b[..x.len()].copy_from_slice(&x);
-        }};
-    }
-    match t {
-        ElementType::I8 => put!(i8),
-        ElementType::I16 => put!(i16),
-        ElementType::I32 => put!(i32),
-        ElementType::I64 => put!(i64),
-        ElementType::U8 => put!(u8),
-        ElementType::U16 => put!(u16),
-        ElementType::U32 => put!(u32),
-        ElementType::U64 => put!(u64),
-        _ => return None,
-    }
-    Some(b)
-}
-
-fn float_bytes(t: ElementType, v: f64) -> Option<[u8; 8]> {
-    let mut b = [0u8; 8];
-    match t {
-        #[allow(clippy::cast_possible_truncation)]
-        ElementType::F32 => b[..4].copy_from_slice(&(v as f32).to_ne_bytes()),
-        ElementType::F64 => b.copy_from_slice(&v.to_ne_bytes()),
-        _ => return None,
-    }
-    Some(b)
-}
-
-fn range_text(t: ElementType) -> String {
-    match t {
-        ElementType::I8 => format!("{}..{}", i8::MIN, i8::MAX),
-        ElementType::I16 => format!("{}..{}", i16::MIN, i16::MAX),
-        ElementType::I32 => format!("{}..{}", i32::MIN, i32::MAX),
-        ElementType::U8 => format!("0..{}", u8::MAX),
-        ElementType::U16 => format!("0..{}", u16::MAX),
-        ElementType::U32 => format!("0..{}", u32::MAX),
-        ElementType::U64 => format!("0..{}", u64::MAX),
-        _ => format!("{}..{}", i64::MIN, i64::MAX),
-    }
 }
 
 /// Runs one call. `stack` holds `max(n_args, n_outs)` entries.
@@ -439,37 +334,8 @@ pub(crate) unsafe fn run(
     }
 
     // A generic op's type parameters, checked as the Python path checks them.
-    for var in &plan.dtype_vars {
-        let mut first: Option<(usize, ElementType)> = None;
-        for &o in &var.operands {
-            let (Some(e), Some(&pi)) = (
-                operands.get(o).and_then(|v| v.element),
-                plan.operand_params.get(o),
-            ) else {
-                continue;
-            };
-            let name = &params[pi].name;
-            if !var.allowed.contains(&e) {
-                return Err(Failure::Schema(format!(
-                    "{}: parameter `{name}` takes a tensor of {} ({}), got {e}",
-                    schema.name,
-                    var.name,
-                    one_of(&var.allowed)
-                )));
-            }
-            match first {
-                None => first = Some((pi, e)),
-                Some((fp, fe)) if fe != e => {
-                    return Err(Failure::Schema(format!(
-                        "{}: `{}` is {fe} and `{name}` is {e}, but both are `{}`: one type per \
-                         call",
-                        schema.name, params[fp].name, var.name
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-    }
+    plan.check_dtype_vars(|o| operands.get(o).and_then(|v| v.element))
+        .map_err(|m| Failure::Schema(plan.dtype_message(schema, &m)))?;
 
     // The outputs, from the plan.
     let dims: Vec<Vec<i64>> = operands.iter().map(|v| v.dims.clone()).collect();

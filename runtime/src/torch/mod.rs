@@ -10,6 +10,7 @@
 
 mod api;
 mod kernel;
+mod values;
 
 use crate::ffi::eager::copy_message;
 use api::{Api, BoxedKernel, LibraryHandle};
@@ -27,19 +28,34 @@ struct Slot {
 
 static TABLE: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
 
-/// The state registration changes: the next free slot, the torch libraries made (kept for
-/// the life of the process: deleting one unregisters its kernels), the ops registered.
+/// The state registration changes: the next free slot, and the torch libraries made, each
+/// with the torch op whose kernel it holds (deleting one unregisters its kernel).
 struct Registrations {
     next: usize,
-    libraries: Vec<usize>,
-    done: Vec<String>,
+    libraries: Vec<(String, usize)>,
+}
+
+impl Registrations {
+    /// Deletes the torch libraries holding kernels of `name`; true when there were any.
+    fn remove(&mut self, api: &Api, name: &str) -> bool {
+        let before = self.libraries.len();
+        self.libraries.retain(|(n, lib)| {
+            if n != name {
+                return true;
+            }
+            // SAFETY: a handle `library_init_impl` returned and nothing deleted yet (it is
+            // removed from the list here).
+            unsafe { (api.delete_library_object)(*lib as LibraryHandle) };
+            false
+        });
+        self.libraries.len() != before
+    }
 }
 
 fn registrations() -> &'static Mutex<Registrations> {
     static R: Mutex<Registrations> = Mutex::new(Registrations {
         next: 0,
         libraries: Vec::new(),
-        done: Vec::new(),
     });
     &R
 }
@@ -285,7 +301,7 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
         .split_once("::")
         .ok_or_else(|| format!("`{name}` is not `namespace::op`"))?;
     let mut reg = registrations().lock().unwrap_or_else(|e| e.into_inner());
-    if reg.done.iter().any(|d| d == name) {
+    if reg.libraries.iter().any(|(n, _)| n == name) {
         return Err(format!(
             "`{name}` already has native kernels in this process"
         ));
@@ -298,6 +314,26 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
     }
     let c_ns = std::ffi::CString::new(ns).map_err(|e| e.to_string())?;
     let c_short = std::ffi::CString::new(short).map_err(|e| e.to_string())?;
+    let result = register_keys(&mut reg, api, schema, &plan, handler, name, &c_ns, &c_short);
+    if result.is_err() {
+        // All or nothing: a CPU kernel registered before the Meta one failed goes again.
+        reg.remove(api, name);
+    }
+    result
+}
+
+/// Registers the CPU and Meta kernels of `name`, recording each library made in `reg`.
+#[allow(clippy::too_many_arguments)]
+fn register_keys(
+    reg: &mut Registrations,
+    api: &'static Api,
+    schema: &'static crate::OpSchema,
+    plan: &crate::plan::Plan,
+    handler: crate::registry::HandlerFn,
+    name: &str,
+    c_ns: &CStr,
+    c_short: &CStr,
+) -> Result<(), String> {
     for (key, meta) in [(c"CPU", false), (c"Meta", true)] {
         let i = reg.next;
         let op = NativeOp {
@@ -323,9 +359,9 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
             )
         };
         if status != 0 || lib.is_null() {
-            return Err(format!("torch refused a library for `{ns}` ({key:?})"));
+            return Err(format!("torch refused a library for `{name}` ({key:?})"));
         }
-        reg.libraries.push(lib as usize);
+        reg.libraries.push((name.to_string(), lib as usize));
         let kernel = KERNELS[i / 16][i % 16];
         // SAFETY: a live library handle, a NUL-terminated op name, a kernel of the boxed
         // signature.
@@ -336,8 +372,28 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
             ));
         }
     }
-    reg.done.push(name.to_string());
     Ok(())
+}
+
+/// Unregisters the native kernels registered for the torch op `name` (`ns::name`) by
+/// `customop_torch_register`, so that `customop.torch` can undo an op whose registration failed
+/// at a later step, and register it again later. Returns 0 when it had kernels, 1 when not.
+///
+/// # Safety
+/// `libtorch` and `name` are NUL-terminated; torch is loaded in this process.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn customop_torch_unregister(
+    libtorch: *const c_char,
+    name: *const c_char,
+) -> i32 {
+    let (Some(libtorch), Some(name)) = (c_str(libtorch), c_str(name)) else {
+        return 1;
+    };
+    let Ok(api) = api(libtorch) else {
+        return 1;
+    };
+    let mut reg = registrations().lock().unwrap_or_else(|e| e.into_inner());
+    if reg.remove(api, name) { 0 } else { 1 }
 }
 
 #[cfg(test)]

@@ -1,0 +1,112 @@
+//! What a native call holds besides its views: the tensor handles it owns, attribute values
+//! as the handler receives them, and a shape rule's values.
+
+use super::api::{Api, Tensor};
+use crate::plan::ShapeEnv;
+use crate::types::ElementType;
+
+/// Tensor handles the kernel owns, deleted on drop.
+pub(super) struct Owned<'a> {
+    pub(super) api: &'a Api,
+    pub(super) handles: Vec<Tensor>,
+}
+
+impl Owned<'_> {
+    pub(super) fn keep(&mut self, t: Tensor) -> Tensor {
+        self.handles.push(t);
+        t
+    }
+}
+
+impl Drop for Owned<'_> {
+    fn drop(&mut self) {
+        for h in self.handles.drain(..) {
+            if !h.is_null() {
+                // SAFETY: each handle is one this kernel owns (an argument torch handed over,
+                // or a tensor it made), deleted once: `drain` empties the list.
+                unsafe { (self.api.delete_tensor_object)(h) };
+            }
+        }
+    }
+}
+
+/// An attribute's value as the handler receives it.
+pub(super) enum Attr {
+    Scalar(ElementType, [u8; 8]),
+    /// The elements, packed; `u64` cells keep the start aligned for any element type.
+    Array(ElementType, Vec<u64>, usize),
+    Bytes(*const u8, usize),
+}
+
+pub(super) struct Env<'a> {
+    pub(super) dims: &'a [Vec<i64>],
+    pub(super) ints: &'a [Option<i64>],
+    pub(super) lens: &'a [Option<i64>],
+}
+
+impl ShapeEnv for Env<'_> {
+    fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
+        self.dims.get(operand).map(Vec::as_slice)
+    }
+    fn attr_int(&self, slot: usize, _: &str) -> Option<i64> {
+        self.ints.get(slot).copied().flatten()
+    }
+    fn attr_len(&self, slot: usize, _: &str) -> Option<i64> {
+        self.lens.get(slot).copied().flatten()
+    }
+}
+
+/// `v` as a scalar of integer type `t`, if it fits.
+pub(super) fn int_bytes(t: ElementType, v: i64) -> Option<[u8; 8]> {
+    let mut b = [0u8; 8];
+    macro_rules! put {
+        ($ty:ty) => {{
+            let x = <$ty>::try_from(v).ok()?.to_ne_bytes();
+            b[..x.len()].copy_from_slice(&x);
+        }};
+    }
+    match t {
+        ElementType::I8 => put!(i8),
+        ElementType::I16 => put!(i16),
+        ElementType::I32 => put!(i32),
+        ElementType::I64 => put!(i64),
+        ElementType::U8 => put!(u8),
+        ElementType::U16 => put!(u16),
+        ElementType::U32 => put!(u32),
+        ElementType::U64 => put!(u64),
+        _ => return None,
+    }
+    Some(b)
+}
+
+pub(super) fn float_bytes(t: ElementType, v: f64) -> Option<[u8; 8]> {
+    let mut b = [0u8; 8];
+    match t {
+        #[allow(clippy::cast_possible_truncation)]
+        ElementType::F32 => b[..4].copy_from_slice(&(v as f32).to_ne_bytes()),
+        ElementType::F64 => b.copy_from_slice(&v.to_ne_bytes()),
+        _ => return None,
+    }
+    Some(b)
+}
+
+pub(super) fn range_text(t: ElementType) -> String {
+    match t {
+        ElementType::I8 => format!("{}..{}", i8::MIN, i8::MAX),
+        ElementType::I16 => format!("{}..{}", i16::MIN, i16::MAX),
+        ElementType::I32 => format!("{}..{}", i32::MIN, i32::MAX),
+        ElementType::U8 => format!("0..{}", u8::MAX),
+        ElementType::U16 => format!("0..{}", u16::MAX),
+        ElementType::U32 => format!("0..{}", u32::MAX),
+        ElementType::U64 => format!("0..{}", u64::MAX),
+        _ => format!("{}..{}", i64::MIN, i64::MAX),
+    }
+}
+
+pub(super) fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(dims[i + 1].max(1));
+    }
+    strides
+}
