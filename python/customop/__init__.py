@@ -1,5 +1,12 @@
-"""customop's Python helpers: a kernel cdylib's manifest parsed into typed objects (manifest),
-descriptors packed byte-for-byte as Rust does (descriptors), op schemas read for any front end
-(schema), ops run on host memory through `customop_call` (eager), and the JAX (xla; jax_ops:
-ops as differentiable, batchable functions; jax_export) and PyTorch (torch, torch_export) front
-ends, which share the export annotation (annotate)."""
+"""customop's Python helpers, in layers.
+
+The core imports neither jax nor torch: a kernel cdylib's manifest parsed into typed objects
+(manifest, with elements, params and layout), descriptors packed byte for byte as Rust does
+(descriptors, wire), the cdylib itself (library), op schemas read for any front end (schema,
+shape, batching), ops run on host memory through `customop_call` (eager), the export
+annotation both front ends share (annotate) and the cross-check through the Rust runner
+(crosscheck).
+
+On it, two front ends that import only the core, never each other: `customop.xla` (JAX:
+Library, ops as differentiable, batchable functions, export) and `customop.torch` (PyTorch:
+torch.ops registration, native kernels, autograd, vmap, torch_xla export)."""

@@ -1,5 +1,5 @@
 """What customop adds to an exported StableHLO module, for every front end that exports one
-(torch_xla's, `customop.torch_export`; jax.export's, `customop.jax_export`): each external
+(torch_xla's, `customop.torch.exporter`; jax.export's, `customop.xla.exporter`): each external
 operand of a call traced to its entry argument, and that argument annotated
 `customop.external = {descriptor, fingerprint, mutable, name, size}`. Parsed and edited with
 jaxlib's MLIR bindings; no torch."""

@@ -1,12 +1,11 @@
 """Cross-checking jaxlib against customop's Rust runner (`customop::pjrt`, XLA's CPU PJRT
 plugin: another build of XLA), for the test suite: with `CUSTOMOP_PJRT_CROSS_CHECK` naming the
 `pjrt_run` tool (examples/src/bin/pjrt_run.rs), every program `Exported.run` runs, and every
-function run through `jit` here, also runs through the runner, which must agree. Without the
-variable, nothing is checked (and `jit` is `jax.jit`)."""
+function run through `customop.xla.crosscheck.jit`, also runs through the runner, which must
+agree. Without the variable, nothing is checked. Imports neither jax nor torch."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 
 # How far two builds of XLA may differ, relative, per floating type (two builds may vectorise
@@ -93,28 +92,3 @@ def bracket_code(message: str) -> str | None:
     open_ = rest.find("` [")
     close = rest.find("]", open_ + 3)
     return rest[open_ + 3:close] if open_ >= 0 and close > 0 else None
-
-
-
-
-def jit(library: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`jax.jit(fn)`, whose every call is also lowered to StableHLO text and run through the
-    Rust runner with `library`'s handlers (when `CUSTOMOP_PJRT_CROSS_CHECK` is set)."""
-    import os
-
-    import jax
-    import numpy as np
-
-    jitted = jax.jit(fn)
-
-    def call(*args: Any) -> Any:
-        out = jitted(*args)
-        if os.environ.get("CUSTOMOP_PJRT_CROSS_CHECK"):
-            text = jitted.lower(*args).as_text()
-            # The arguments as JAX canonicalised them (its dtypes, not numpy's defaults).
-            inputs = [np.asarray(jax.numpy.asarray(a)) for a in args]
-            outs = [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
-            cross_check(library, text, inputs, outs, None)
-        return out
-
-    return call

@@ -4,10 +4,10 @@ op's generated handler on it. The handler checks everything it checks under XLA 
 types, shapes, descriptor bytes, attribute types) and refuses with `[code]` messages, raised
 here as `KernelError`. No jax or torch here: front ends pass `HostBuffer`s.
 
-    from customop.xla import Library
+    from customop.library import KernelLibrary
     from customop.eager import Handlers
 
-    run = Handlers(Library(path))
+    run = Handlers(KernelLibrary(path))
     y = np.empty(2, np.float32)
     run.call_numpy("example::checked_sqrt", [np.array([4.0, 9.0], np.float32)], [y])
 """
@@ -19,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .library import KernelLibrary
 from .manifest import ElementType, OpEntry
 from .schema import check_attrs, normalize
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .xla import Library
 
 __all__ = ["KernelError", "HostBuffer", "Handlers", "ctype_of"]
 
@@ -81,9 +80,10 @@ class HostBuffer:
 
 
 class Handlers:
-    """The handlers of a `Library`'s ops, called through its `customop_call`."""
+    """The handlers of a `KernelLibrary`'s ops (a `customop.xla.Library` is one), called
+    through its `customop_call`."""
 
-    def __init__(self, library: Library) -> None:
+    def __init__(self, library: KernelLibrary) -> None:
         self.library = library
         call = library.cdll.customop_call
         call.restype = ctypes.c_int32
@@ -153,6 +153,13 @@ class Handlers:
 
     def call_numpy(self, op: OpEntry | str, operands: Sequence[np.ndarray],
                    results: Sequence[np.ndarray], attrs: Mapping[str, Any] | None = None) -> None:
-        """`call` over numpy arrays: the handler writes into `results`."""
+        """`call` over numpy arrays: the handler writes into `results`, which must be writeable
+        (a read-only array, such as one over `bytes`, is refused with a ValueError before the
+        call)."""
+        for k, r in enumerate(results):
+            if not r.flags["WRITEABLE"]:
+                raise ValueError("%s: result %d is a read-only array; the handler would write "
+                                 "into memory that must not change (pass np.empty(...) or a copy)"
+                                 % (op if isinstance(op, str) else op.name, k))
         self.call(op, [self.host_buffer(a) for a in operands],
                   [self.host_buffer(r) for r in results], attrs or {})

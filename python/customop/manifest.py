@@ -16,16 +16,22 @@ kinds come from the manifest's `element_types`, which the runtime writes from it
 
 from __future__ import annotations
 
+from __future__ import annotations
+
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any
 
 from . import shape
+from .elements import BYTES, PRED, ElementKind, ElementType, ElementTypes, numpy_dtype
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
+from .params import (AttributeParam, AttrType, ConstDim, DimOf, DimRule, DtypeVar, ExprDim,
+                     ExternalParam, FactorDims, OpaqueResult, Param, PartitionRule, Result,
+                     ShapeOf, TensorParam, TensorResult, UpdatedExternal)
 
 __all__ = [
-    "ManifestError", "ElementType", "ElementTypes", "numpy_dtype",
+    "ManifestError", "ElementKind", "ElementType", "ElementTypes", "numpy_dtype", "BYTES", "PRED",
     "PrimType", "ArrayType", "StructType", "EnumType", "EnumVariant", "VecType", "StringType",
     "FieldType", "Field", "Layout",
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
@@ -33,260 +39,6 @@ __all__ = [
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
     "FactorDims", "PartitionRule", "VjpInput", "Vjp", "OpSchema", "OpEntry", "Manifest",
 ]
-
-if TYPE_CHECKING:
-    import numpy as np
-
-
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The numpy dtype named `name` (`float32`, `bfloat16`, `float8_e4m3fn`): numpy's, else
-    the `ml_dtypes` type of that name. A TypeError names the dtype when neither has it."""
-    import numpy as np
-
-    try:
-        return np.dtype(name)
-    except TypeError:
-        pass
-    try:
-        import ml_dtypes
-    except ImportError:
-        raise TypeError("numpy has no dtype %r, and ml_dtypes (which defines it) is not "
-                        "installed: pip install ml_dtypes" % name) from None
-    t = getattr(ml_dtypes, name, None)
-    if t is None:
-        raise TypeError("neither numpy nor ml_dtypes has a dtype %r" % name)
-    return np.dtype(t)
-
-
-ElementKind = Literal["bool", "signed", "unsigned", "float", "complex"]
-
-# The element type of packed descriptor bytes (externals, opaque results): `tensor<Nxui8>`.
-BYTES = "ui8"
-# The element type a bool attribute travels as (XLA FFI's PRED).
-PRED = "i1"
-
-
-# --- element types ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ElementType:
-    """A tensor element type: `name` is its MLIR spelling (`f32`, `i1`, `ui8`), as schemas
-    write it; `xla_code` its `XLA_FFI_DataType`; `numpy` the numpy dtype name (`bfloat16` and
-    the fp8 names are ml_dtypes'; `numpy_dtype` resolves them); `kind` one of bool, signed,
-    unsigned, float, complex."""
-
-    name: str
-    xla_code: int
-    numpy: str
-    byte_size: int
-    kind: ElementKind
-
-    @property
-    def is_float(self) -> bool:
-        """A real floating-point type (f16, bf16, f32, f64, fp8); complex types are not."""
-        return self.kind == "float"
-
-    @property
-    def numpy_dtype(self) -> np.dtype[Any]:
-        """The numpy dtype: numpy's own, else ml_dtypes' (`bfloat16`, `float8_e4m3fn`,
-        `float8_e5m2`), which jax and torch_xla install."""
-        return numpy_dtype(self.numpy)
-
-    @property
-    def int_range(self) -> tuple[int, int] | None:
-        """`(lowest, highest)` of an integer type; None for bool and floats."""
-        bits = 8 * self.byte_size
-        if self.kind == "signed":
-            return -2 ** (bits - 1), 2 ** (bits - 1) - 1
-        if self.kind == "unsigned":
-            return 0, 2 ** bits - 1
-        return None
-
-    def __repr__(self) -> str:
-        return "ElementType(%r)" % self.name
-
-    @staticmethod
-    def from_json(j: Json) -> ElementType:
-        kind = json_field(j, "kind", "element type")
-        if kind not in ("bool", "signed", "unsigned", "float", "complex"):
-            raise ManifestError("element type %r has kind %r" % (j.get("name"), kind))
-        return ElementType(str(json_field(j, "name", "element type")),
-                           int(json_field(j, "xla_code", "element type")),
-                           str(json_field(j, "numpy", "element type")),
-                           int(json_field(j, "byte_size", "element type")), kind)
-
-
-class ElementTypes(Mapping[str, ElementType]):
-    """The manifest's element-type table, by MLIR name; also looked up by XLA code or numpy name."""
-
-    def __init__(self, types: list[ElementType]) -> None:
-        self._by_name = {t.name: t for t in types}
-        self._by_code = {t.xla_code: t for t in types}
-        self._by_numpy = {t.numpy: t for t in types}
-
-    def __getitem__(self, name: str) -> ElementType:
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise KeyError("no element type %r (the manifest has: %s)"
-                           % (name, ", ".join(self._by_name))) from None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._by_name)
-
-    def __len__(self) -> int:
-        return len(self._by_name)
-
-    def by_xla_code(self, code: int) -> ElementType | None:
-        return self._by_code.get(code)
-
-    def by_numpy(self, name: str) -> ElementType | None:
-        """The element type of numpy dtype name `name` (`float32`), if there is one."""
-        return self._by_numpy.get(name)
-
-    def __repr__(self) -> str:
-        return "ElementTypes(%s)" % ", ".join(self._by_name)
-
-
-# --- op schemas ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class AttrType:
-    """An attribute's type: kind `bool` (`dtype` i1, as XLA carries it), `scalar` (of
-    `dtype`), `str`, `array` (of `dtype`) or `descriptor` (a whole descriptor's packed bytes,
-    layout `descriptor`)."""
-    kind: Literal["bool", "scalar", "str", "array", "descriptor"]
-    dtype: ElementType | None = None
-    descriptor: Layout | None = None
-
-
-@dataclass(frozen=True)
-class DtypeVar:
-    """A type parameter of a generic op (`dtypes(T = [f32, bf16])`): a tensor typed by it may
-    be any of `allowed`, the same for every tensor it types in one call."""
-    name: str
-    allowed: tuple[ElementType, ...]
-
-    def describe(self) -> str:
-        names = [t.name for t in self.allowed]
-        return "%s (%s)" % (self.name, names[0] if len(names) == 1
-                            else ", ".join(names[:-1]) + " or " + names[-1])
-
-
-@dataclass(frozen=True)
-class TensorParam:
-    """A tensor operand; its element type, fixed or a `DtypeVar`; `rank` when the signature
-    fixes it."""
-    name: str
-    dtype: ElementType | DtypeVar
-    rank: int | None
-    kind: ClassVar[str] = "tensor"
-
-
-@dataclass(frozen=True)
-class AttributeParam:
-    """A compile-time attribute (an entry of the custom call's `backend_config`)."""
-    name: str
-    type: AttrType
-    kind: ClassVar[str] = "attribute"
-
-
-@dataclass(frozen=True)
-class ExternalParam:
-    """An `#[external]` operand: the packed bytes of descriptor `descriptor`, updated by the op
-    when `mutable` (`&mut`)."""
-    name: str
-    mutable: bool
-    descriptor: Layout
-    kind: ClassVar[str] = "external"
-
-
-Param = TensorParam | AttributeParam | ExternalParam
-
-
-@dataclass(frozen=True)
-class ConstDim:
-    """An output dimension of constant size."""
-    size: int
-    kind: ClassVar[str] = "const"
-
-
-@dataclass(frozen=True)
-class DimOf:
-    """An output dimension: dimension `dim` of tensor parameter `param`."""
-    param: str
-    dim: int
-    kind: ClassVar[str] = "dim_of"
-
-
-@dataclass(frozen=True)
-class ShapeOf:
-    """Every dimension of tensor parameter `param` (the output has its shape)."""
-    param: str
-    kind: ClassVar[str] = "shape_of"
-
-
-@dataclass(frozen=True)
-class ExprDim:
-    """An output dimension computed by a shape expression (`customop.shape`), with its text as
-    the declaration wrote it: `(x.dim(1) + 2 * pad - k) / stride + 1`."""
-    expr: shape.Expr
-    text: str
-    kind: ClassVar[str] = "expr"
-
-
-DimRule = ConstDim | DimOf | ShapeOf | ExprDim
-
-
-@dataclass(frozen=True)
-class TensorResult:
-    """A tensor output: its element type (fixed, or a `DtypeVar`: the type of the first tensor
-    input it types), and one shape rule per dimension."""
-    name: str
-    dtype: ElementType | DtypeVar
-    shape: tuple[DimRule, ...]
-    kind: ClassVar[str] = "tensor"
-
-
-@dataclass(frozen=True)
-class OpaqueResult:
-    """A descriptor returned as its packed bytes (`Opaque<T>`); `dtype` is the bytes' (ui8)."""
-    name: str
-    descriptor: Layout
-    dtype: ElementType
-    kind: ClassVar[str] = "opaque"
-
-
-@dataclass(frozen=True)
-class UpdatedExternal:
-    """The new bytes of `&mut` external `param`, aliased to operand `operand`; `dtype` is the
-    bytes' (ui8)."""
-    name: str
-    param: str
-    operand: int
-    dtype: ElementType
-    kind: ClassVar[str] = "updated_external"
-
-
-Result = TensorResult | OpaqueResult | UpdatedExternal
-
-
-@dataclass(frozen=True)
-class FactorDims:
-    """The factor (or None: never split) of each dimension of one operand or result, by its
-    index among the custom call's operands (or results)."""
-    name: str
-    index: int
-    dims: tuple[str | None, ...]
-
-
-@dataclass(frozen=True)
-class PartitionRule:
-    """How an op may be split across devices (`partition(...)`): its factors, and the operands
-    and results that have a rule. Those not listed are replicated."""
-    factors: tuple[str, ...]
-    operands: tuple[FactorDims, ...]
-    results: tuple[FactorDims, ...]
 
 
 @dataclass(frozen=True)

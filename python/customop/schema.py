@@ -9,8 +9,8 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from .manifest import (AttributeParam, ConstDim, DimOf, DtypeVar, ElementType, OpaqueResult,
-                       OpSchema, ShapeOf, TensorParam, TensorResult)
+from .manifest import (AttributeParam, ConstDim, DimOf, DtypeVar, ElementType, ExprDim,
+                       OpaqueResult, OpSchema, ShapeOf, TensorParam, TensorResult)
 from .shape import Dim, Env, Lit, ShapeExprError, as_int, eval_size
 
 
@@ -90,9 +90,11 @@ def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
                 try:
                     dims.append(eval_size(expr, env))
                 except ShapeExprError as e:
+                    # An expression as the declaration wrote it (the manifest's text).
+                    text = rule.text if isinstance(rule, ExprDim) else expr.text()
                     raise SchemaError(
                         "%s: output `%s`: dimension %d, `%s`: %s; the operands' shapes are %s%s"
-                        % (schema.name, r.name, i, expr.text(), e,
+                        % (schema.name, r.name, i, text, e,
                            ", ".join("%s %s" % (n, list(s)) for n, s in shapes.items()),
                            "".join("; %s = %d" % (n, as_int(v)) for n, v in sorted(env.attrs.items())
                                    if as_int(v) is not None))) from None

@@ -10,7 +10,9 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
 import gc
 import os
 import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 from unittest import mock
 
@@ -19,9 +21,12 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 import torch  # noqa: E402
 
 import customop.torch as ct  # noqa: E402
+from customop.torch import native  # noqa: E402
 from customop.schema import SchemaError, result_specs  # noqa: E402
 
 LIB = ct.load(os.environ["CUSTOMOP_KERNELS"])
+# libtorch's headers need C++17 up to torch 2.9, C++20 since (std::strong_ordering, bit_width).
+CXX_STANDARD = "-std=c++17" if native.abi_version()[:2] <= (2, 9) else "-std=c++20"
 ops = torch.ops
 BLOB = LIB.pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 42,
                                  "tag": b"customop seed!!!"})
@@ -49,7 +54,7 @@ class Registration(unittest.TestCase):
             for key in ("CPU", "Meta"):
                 self.assertIn("registered at customop:0", registered_by(op, key), (op, key))
         # An op with a descriptor attribute: its public CPU kernel is the Python adapter.
-        self.assertIn("torch.py", registered_by("example::rms_norm", "CPU"))
+        self.assertIn("customop/torch/library.py", registered_by("example::rms_norm", "CPU"))
 
     def test_hidden_schema_carries_attributes_as_tensors(self):
         schema = str(ops.example._native_rms_norm.default._schema)
@@ -58,17 +63,71 @@ class Registration(unittest.TestCase):
         schema = str(ops.example_lib._native_affine.default._schema)
         self.assertIn("Tensor label, Tensor offsets", schema)
 
-    def test_other_torch_versions_are_refused_not_run_on_python(self):
-        with mock.patch.object(torch, "__version__", "2.10.0"):
-            with self.assertRaises(ct.NativeUnavailable) as cm:
-                ct.TorchLibrary(os.environ["CUSTOMOP_KERNELS"], native=True)
-        self.assertIn("torch >= 2.9, < 2.10", str(cm.exception))
-        self.assertIn("native=False", str(cm.exception))
+    def test_the_running_libtorchs_abi_version_decides(self):
+        # What libtorch reports is torch's own version: 2.9 or 2.15 in the test venvs.
+        self.assertEqual(native.abi_version()[:2],
+                         tuple(int(p) for p in torch.__version__.split(".")[:2]))
+        for other in [(2, 8, 0), (2, 16, 0)]:
+            with mock.patch.object(native, "abi_version", return_value=other):
+                with self.assertRaises(ct.NativeUnavailable) as cm:
+                    ct.TorchLibrary(os.environ["CUSTOMOP_KERNELS"], native=True)
+            self.assertIn("torch >= 2.9, < 2.16", str(cm.exception))
+            self.assertIn("(ABI %d.%d.0)" % other[:2], str(cm.exception))
+            self.assertIn("native=False", str(cm.exception))
 
     def test_loading_again_with_the_other_path_is_refused(self):
         with self.assertRaises(ValueError):
             ct.load(os.environ["CUSTOMOP_KERNELS"], native=False)
         self.assertIs(ct.load(os.environ["CUSTOMOP_KERNELS"]), LIB)
+
+
+class AllOrNothing(unittest.TestCase):
+    def test_a_failed_registration_leaves_no_op_and_a_later_load_redoes_it(self):
+        # In a process of its own: this one has loaded the library already.
+        script = textwrap.dedent("""
+            import os, torch
+            import customop.torch as ct
+            from customop.torch.native import NativeRegistrar
+
+            def defined(name):
+                try:
+                    torch._C._dispatch_find_schema_or_throw(name, "")
+                    return True
+                except RuntimeError:
+                    return False
+
+            real = NativeRegistrar.register
+
+            def failing(self, frag, op, name, define):
+                if op.name == "example::rms_norm":
+                    raise RuntimeError("injected failure")
+                return real(self, frag, op, name, define)
+
+            NativeRegistrar.register = failing
+            try:
+                ct.load(os.environ["CUSTOMOP_KERNELS"])
+                raise SystemExit("load did not fail")
+            except RuntimeError as e:
+                assert "injected failure" in str(e), e
+            names = ["example::checked_sqrt", "example::rms_norm", "example::_native_rms_norm"]
+            print("defined after the failure:", [n for n in names if defined(n)])
+            NativeRegistrar.register = real
+            lib = ct.load(os.environ["CUSTOMOP_KERNELS"])
+            print("defined after load:", [n for n in names if defined(n)])
+            print("sqrt:", torch.ops.example.checked_sqrt(torch.tensor([4.0, 9.0])).tolist())
+            cfg = lib.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5,
+                                                     "mode": "ScaleShift"})
+            y = torch.ops.example.rms_norm(torch.ones(2, 3), eps=0.0, cfg=cfg)
+            print("rms_norm:", y.tolist())
+        """)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("defined after the failure: []", r.stdout)
+        self.assertIn("defined after load: ['example::checked_sqrt', 'example::rms_norm', "
+                      "'example::_native_rms_norm']", r.stdout)
+        self.assertIn("sqrt: [2.0, 3.0]", r.stdout)
+        # rms_norm of ones is ones, scaled by 2 and shifted by 0.5 (NormCfg ScaleShift).
+        self.assertIn("rms_norm: [[2.5, 2.5, 2.5], [2.5, 2.5, 2.5]]", r.stdout)
 
 
 class Calls(unittest.TestCase):
@@ -154,7 +213,7 @@ class WithoutPython(unittest.TestCase):
         source = os.path.join(os.path.dirname(__file__), "cpp", "call_by_name.cpp")
         with tempfile.TemporaryDirectory() as tmp:
             exe = os.path.join(tmp, "call_by_name")
-            subprocess.run(["g++", "-std=c++17", "-O0", "-I" + os.path.join(root, "include"),
+            subprocess.run(["g++", CXX_STANDARD, "-O0", "-I" + os.path.join(root, "include"),
                             "-I" + os.path.join(root, "include", "torch", "csrc", "api",
                                                 "include"),
                             source, "-o", exe, "-L" + os.path.join(root, "lib"), "-ltorch_cpu",

@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 import customop.torch as ct  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
-from customop import crosscheck  # noqa: E402
+from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]

@@ -27,8 +27,8 @@ import torch  # noqa: E402
 
 import customop.torch as ct  # noqa: E402
 from customop.eager import KernelError  # noqa: E402
-from customop.torch_export import from_numpy, to_numpy  # noqa: E402
-from customop import crosscheck  # noqa: E402
+from customop.torch.exporter import from_numpy, to_numpy  # noqa: E402
+from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]

@@ -24,7 +24,7 @@ import torch  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.eager import Handlers, KernelError  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
-from customop import crosscheck  # noqa: E402
+from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
@@ -99,6 +99,28 @@ class Generic(unittest.TestCase):
                 self.assertEqual(y.dtype, x.dtype)
                 # Times 2 is exact in every format.
                 self.check(y.double().numpy().astype(dtype) / 2, dtype, rtol, x.double().numpy())
+
+    def test_one_type_per_call_everywhere(self):
+        # `x` and `w` are both `T`: f32 and f64 in one call is refused with one message by
+        # JAX's check, the torch kernel (native: the plan's rule in Rust; Python: schema.py)
+        # and the Python path alike.
+        mixed = ("example::scale_rows: `x` is f32 and `w` is f64, but both are `T`: one type per "
+                 "call")
+        x, w = X.astype(np.float32), np.ones(3, np.float64)
+        with self.assertRaises(SchemaError) as cm:
+            JAX.call("example::scale_rows", x, w)
+        self.assertIn(mixed, str(cm.exception))
+        with self.assertRaises(SchemaError) as cm:
+            torch.ops.example.scale_rows(torch.from_numpy(x), torch.from_numpy(w))
+        self.assertIn(mixed, str(cm.exception))
+        # A type the parameter does not allow, on the second operand.
+        with self.assertRaises(SchemaError) as cm:
+            torch.ops.example.scale_rows(torch.from_numpy(x), torch.ones(3, dtype=torch.float16))
+        self.assertIn("example::scale_rows: parameter `w` takes a tensor of T (f32 or f64), got "
+                      "f16", str(cm.exception))
+        # The same types run.
+        y = torch.ops.example.scale_rows(torch.from_numpy(x), torch.from_numpy(w.astype(np.float32)))
+        np.testing.assert_array_equal(y.numpy(), x)
 
     def test_the_handler_refuses_a_dtype_outside_the_list(self):
         # Past Python's checks, straight into the handler through customop_call.

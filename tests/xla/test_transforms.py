@@ -1,4 +1,4 @@
-"""JAX transforms of customop ops (`lib.ops`, customop.jax_ops): jax.vmap of every example op
+"""JAX transforms of customop ops (`lib.ops`, customop.xla.ops): jax.vmap of every example op
 against the loop of calls, jax.grad of the ops that declare a backward against finite
 differences (`jax.test_util.check_grads`, f64) and against the same function written with jnp,
 a small model with a two-op chain (rms_norm_t, then mean_pool) trained for a few steps, and
@@ -23,8 +23,8 @@ from jax.test_util import check_grads  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import samples  # noqa: E402
-from customop import crosscheck  # noqa: E402
-from customop.jax_ops import NoGradientError  # noqa: E402
+from customop.xla import crosscheck  # noqa: E402
+from customop.xla import NoGradientError  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
 from customop.xla import ExportError, Library, export, externals  # noqa: E402
 

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .annotate import (ExportError, find_main, record_external, set_arg_attrs, set_signature,
-                       trace_external, walk)
-from .crosscheck import cross_check
-from .manifest import ExternalParam, OpSchema
+from ..annotate import (ExportError, find_main, record_external, set_arg_attrs, set_signature,
+                        trace_external, walk)
+from ..crosscheck import cross_check
+from ..manifest import ExternalParam, OpSchema, numpy_dtype
+from .library import TorchLibrary
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .torch import TorchLibrary
 
 __all__ = ["export", "Exported", "External", "ExportError"]
 
@@ -122,7 +121,7 @@ class Exported:
         import numpy as np
 
         args = self.arguments(*inputs, externals=externals)
-        self._lib._register_with_jax()
+        _register_with_jax(self._lib)
         backend = jax.extend.backend.get_backend("cpu")
         device = backend.local_devices()[0]
         try:
@@ -136,6 +135,22 @@ class Exported:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+# The libraries whose handlers are registered with jax (once per process: jax keeps them).
+_REGISTERED_WITH_JAX: set[str] = set()
+
+
+def _register_with_jax(lib: TorchLibrary) -> None:
+    """Registers `lib`'s handlers with jax as typed-FFI targets on CPU, once."""
+    import jax
+
+    if lib.path in _REGISTERED_WITH_JAX:
+        return
+    for op in lib.library.entries():
+        jax.ffi.register_ffi_target(op.target, jax.ffi.pycapsule(lib.library.handler(op.name)),
+                                    platform="cpu", api_version=1)
+    _REGISTERED_WITH_JAX.add(lib.path)
+
+
 # The dtypes that torch and numpy do not convert between (`Tensor.numpy()` and
 # `torch.from_numpy` refuse them): numpy has them through ml_dtypes. They cross as the unsigned
 # integers of their size, reinterpreted on both sides.
@@ -146,8 +161,6 @@ _BITS = {1: (torch.uint8, "uint8"), 2: (torch.int16, "int16")}
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A CPU copy of `t` as a numpy array, bfloat16 and fp8 as ml_dtypes' types."""
-    from .manifest import numpy_dtype
-
     t = t.detach().cpu()
     name = _VIA_BITS.get(t.dtype)
     if name is None:
@@ -176,8 +189,6 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
     annotated `customop.external = {...}`; every such call is made API version 4 with a
     dictionary config. Refuses, with an `ExportError`, what torch_xla cannot carry."""
     from torch_xla.stablehlo import exported_program_to_stablehlo
-
-    from .torch import TorchLibrary
 
     if not isinstance(lib, TorchLibrary):
         raise TypeError("export(ep, lib): lib is what customop.torch.load returned")

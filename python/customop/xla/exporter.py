@@ -15,14 +15,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .annotate import (ExportError, find_main, record_external, set_arg_attrs, trace_external,
-                       walk)
-from .manifest import ExternalParam, OpSchema
-
-if TYPE_CHECKING:
-    from .xla import Library
+from ..annotate import (ExportError, find_main, record_external, set_arg_attrs, trace_external,
+                        walk)
+from ..library import KernelLibrary
+from ..manifest import ExternalParam, OpSchema
 
 __all__ = ["export", "externals", "External", "ExportError"]
 
@@ -40,7 +38,8 @@ class External:
     mutable: bool
 
 
-def export(fn: Callable[..., Any], *args: Any, lib: Library | Sequence[Library]) -> Any:
+def export(fn: Callable[..., Any], *args: Any,
+           lib: KernelLibrary | Sequence[KernelLibrary]) -> Any:
     """Exports `fn` (jitted here unless it is already) at `args` with `jax.export`, allowing
     custom calls to the ops of `lib` (a `Library` or several), and annotates every entry
     argument that a call takes as an external. Returns the `jax.export.Exported`, whose

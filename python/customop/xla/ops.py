@@ -28,48 +28,25 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .manifest import ExternalParam, OpSchema, TensorParam, TensorResult
-from .schema import checked_attrs
+from ..batching import batching_rule
+from ..library import KernelLibrary
+from ..manifest import ExternalParam, TensorParam
+from ..schema import checked_attrs, operand_names, result_specs
 
-if TYPE_CHECKING:
-    from .xla import Library
-
-__all__ = ["Ops", "Op", "NoGradientError", "batching_rule"]
+__all__ = ["Ops", "Op", "NoGradientError", "batching_rule", "call_op"]
 
 
 class NoGradientError(TypeError):
     """`jax.grad` (reverse-mode differentiation) reached an op that declares no backward."""
 
 
-def batching_rule(sch: OpSchema) -> str:
-    """`"rows"` when every tensor operand and tensor result of the op has its leading
-    dimension split by one partition factor (and the op has no side effect and only tensor
-    results), else `"sequential"`."""
-    rule = sch.partition
-    if rule is None or sch.side_effect:
-        return "sequential"
-    if any(not isinstance(r, TensorResult) for r in sch.results):
-        return "sequential"
-    lead: set[str | None] = set()
-    entries = {e.name: e for e in rule.operands}
-    for p in sch.operands:
-        if isinstance(p, TensorParam):
-            e = entries.get(p.name)
-            lead.add(e.dims[0] if e is not None and e.dims else None)
-    results = {e.index: e for e in rule.results}
-    for i in range(len(sch.results)):
-        e = results.get(i)
-        lead.add(e.dims[0] if e is not None and e.dims else None)
-    return "rows" if len(lead) == 1 and None not in lead else "sequential"
-
-
 class Op:
     """One op as a JAX function: call it with the op's operands (tensors, and externals as
     bytes or uint8 arrays) positionally and its attributes by keyword."""
 
-    def __init__(self, lib: Library, name: str) -> None:
+    def __init__(self, lib: KernelLibrary, name: str) -> None:
         self._lib = lib
         self.name = name
         self.schema = lib.op(name).schema
@@ -127,7 +104,7 @@ class _Namespace:
 class Ops:
     """A library's ops by namespace: `ops.example.rms_norm_t`; `ops["example::rms_norm_t"]`."""
 
-    def __init__(self, lib: Library) -> None:
+    def __init__(self, lib: KernelLibrary) -> None:
         self._ops: dict[str, Op] = {}
         for entry in lib.entries():
             ns, _, short = entry.name.partition("::")
@@ -157,7 +134,7 @@ def _results(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
-def _batched(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
+def _batched(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any:
     """Op `name` with attributes `attrs`, as a function of its operands with the op's batching
     rule."""
     import jax
@@ -168,7 +145,7 @@ def _batched(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
 
     @jax.custom_batching.custom_vmap
     def call(*operands: Any) -> Any:
-        return lib.call(name, *operands, **attrs)
+        return call_op(lib, name, *operands, **attrs)
 
     @call.def_vmap
     def vmap_rule(axis_size: int, in_batched: Sequence[bool], *operands: Any) -> Any:
@@ -201,7 +178,7 @@ def _batched(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
     return call
 
 
-def _differentiable(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
+def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any:
     """Op `name` with attributes `attrs` as a `jax.custom_vjp` function of its operands: its
     declared backward, or a backward that raises `NoGradientError`."""
     import jax
@@ -229,3 +206,33 @@ def _differentiable(lib: Library, name: str, attrs: dict[str, Any]) -> Any:
 
     f.defvjp(fwd, bwd)
     return f
+
+
+def call_op(lib: KernelLibrary, name: str, *operands: Any, **attrs: Any) -> Any:
+    """`Library.call`: op `name` of `lib` on `operands` with `jax.ffi.ffi_call`, attributes
+    checked and converted first, result types from the schema's shape rules."""
+    import jax
+    import numpy as np
+
+    sch = lib.op(name).schema
+    attrs = checked_attrs(sch, attrs)
+    names = operand_names(sch)
+    if len(operands) != len(names):
+        raise TypeError("%s takes %d operands (%s), got %d"
+                        % (name, len(names), ", ".join(names), len(operands)))
+    shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
+    types = lib.manifest.element_types
+    dtypes = {n: types.by_numpy(_numpy_dtype(o).name) for n, o in zip(names, operands)}
+    results = [jax.ShapeDtypeStruct(spec.shape, spec.dtype.numpy_dtype)
+               for spec in result_specs(sch, shapes, attrs, dtypes)]
+    return jax.ffi.ffi_call(sch.target, results if len(results) != 1 else results[0],
+                            has_side_effect=sch.side_effect)(*operands, **attrs)
+
+
+def _numpy_dtype(value: Any) -> Any:
+    """The numpy dtype of an array, a jax array or tracer (its `dtype`), or anything else numpy
+    takes."""
+    import numpy as np
+
+    dtype = getattr(value, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else np.asarray(value).dtype

@@ -1,0 +1,70 @@
+"""A kernel cdylib loaded in Python: its manifest (parsed once), its handlers as ctypes
+functions, and its descriptor layouts, with packing as Rust does. The front ends build on it:
+`customop.xla.Library` (JAX) and `customop.torch.TorchLibrary` (PyTorch); the eager handlers
+(`customop.eager.Handlers`) call through it. Imports neither jax nor torch."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from typing import Any
+
+from . import descriptors
+from .manifest import Layout, Manifest, OpEntry, PartitionRule
+
+__all__ = ["KernelLibrary"]
+
+
+class KernelLibrary:
+    """A customop cdylib: its manifest (parsed once, `manifest.Manifest`), handlers and
+    descriptor layouts."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        self.cdll = ctypes.CDLL(self.path)
+        fn = self.cdll.customop_manifest
+        fn.restype = ctypes.c_char_p
+        self.manifest = Manifest.from_json(json.loads(fn().decode("utf-8")))
+        self._layouts = self.manifest.layouts()
+
+    def entries(self) -> list[OpEntry]:
+        """The manifest's ops (`OpEntry`: name, target, handler_symbol, schema, schema_string),
+        sorted by name."""
+        return list(self.manifest.ops)
+
+    def op(self, name: str) -> OpEntry:
+        """The manifest's entry of op `name` (`ns::op`): an `OpEntry`."""
+        try:
+            return self.manifest.op(name)
+        except KeyError:
+            raise KeyError("no op %r in %s (it has: %s)"
+                           % (name, self.path, ", ".join(o.name for o in self.manifest.ops))) from None
+
+    def target(self, name: str) -> str:
+        """The FFI target name of op `name` (`ns::op`)."""
+        return self.op(name).target
+
+    def handler(self, name: str) -> Any:
+        """The handler of op `name`, as a ctypes function."""
+        return getattr(self.cdll, self.op(name).handler_symbol)
+
+    def partition(self, name: str) -> PartitionRule | None:
+        """How op `name` may be split across devices (its `partition(...)` rule: `factors`, and
+        per listed operand and result its `index` and the factor of each dimension), or None."""
+        return self.op(name).schema.partition
+
+    def layout(self, descriptor: str) -> Layout:
+        """The layout of descriptor `descriptor` (its name), as exported."""
+        try:
+            return self._layouts[descriptor]
+        except KeyError:
+            raise KeyError("no descriptor %r in %s" % (descriptor, self.path)) from None
+
+    def pack(self, descriptor: str, value: dict[str, Any]) -> bytes:
+        """Packs `value` (a dict) as descriptor `descriptor`, wire format v1."""
+        return descriptors.pack(self.layout(descriptor), value)
+
+    def unpack(self, descriptor: str, data: bytes) -> dict[str, Any]:
+        """Unpacks and validates `data` as descriptor `descriptor`."""
+        return descriptors.unpack(self.layout(descriptor), bytes(data))

@@ -1,0 +1,157 @@
+"""The parts of an op schema: parameters (tensors, attributes, externals), results with their
+shape rules, and the partition rule (`customop.manifest.OpSchema` holds them, with the declared
+backward, `Vjp`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from . import shape
+from .elements import ElementType
+from .layout import Layout
+
+__all__ = [
+    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
+    "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
+    "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
+    "FactorDims", "PartitionRule",
+]
+
+@dataclass(frozen=True)
+class AttrType:
+    """An attribute's type: kind `bool` (`dtype` i1, as XLA carries it), `scalar` (of
+    `dtype`), `str`, `array` (of `dtype`) or `descriptor` (a whole descriptor's packed bytes,
+    layout `descriptor`)."""
+    kind: Literal["bool", "scalar", "str", "array", "descriptor"]
+    dtype: ElementType | None = None
+    descriptor: Layout | None = None
+
+
+@dataclass(frozen=True)
+class DtypeVar:
+    """A type parameter of a generic op (`dtypes(T = [f32, bf16])`): a tensor typed by it may
+    be any of `allowed`, the same for every tensor it types in one call."""
+    name: str
+    allowed: tuple[ElementType, ...]
+
+    def describe(self) -> str:
+        names = [t.name for t in self.allowed]
+        return "%s (%s)" % (self.name, names[0] if len(names) == 1
+                            else ", ".join(names[:-1]) + " or " + names[-1])
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    """A tensor operand; its element type, fixed or a `DtypeVar`; `rank` when the signature
+    fixes it."""
+    name: str
+    dtype: ElementType | DtypeVar
+    rank: int | None
+    kind: ClassVar[str] = "tensor"
+
+
+@dataclass(frozen=True)
+class AttributeParam:
+    """A compile-time attribute (an entry of the custom call's `backend_config`)."""
+    name: str
+    type: AttrType
+    kind: ClassVar[str] = "attribute"
+
+
+@dataclass(frozen=True)
+class ExternalParam:
+    """An `#[external]` operand: the packed bytes of descriptor `descriptor`, updated by the op
+    when `mutable` (`&mut`)."""
+    name: str
+    mutable: bool
+    descriptor: Layout
+    kind: ClassVar[str] = "external"
+
+
+Param = TensorParam | AttributeParam | ExternalParam
+
+
+@dataclass(frozen=True)
+class ConstDim:
+    """An output dimension of constant size."""
+    size: int
+    kind: ClassVar[str] = "const"
+
+
+@dataclass(frozen=True)
+class DimOf:
+    """An output dimension: dimension `dim` of tensor parameter `param`."""
+    param: str
+    dim: int
+    kind: ClassVar[str] = "dim_of"
+
+
+@dataclass(frozen=True)
+class ShapeOf:
+    """Every dimension of tensor parameter `param` (the output has its shape)."""
+    param: str
+    kind: ClassVar[str] = "shape_of"
+
+
+@dataclass(frozen=True)
+class ExprDim:
+    """An output dimension computed by a shape expression (`customop.shape`), with its text as
+    the declaration wrote it: `(x.dim(1) + 2 * pad - k) / stride + 1`."""
+    expr: shape.Expr
+    text: str
+    kind: ClassVar[str] = "expr"
+
+
+DimRule = ConstDim | DimOf | ShapeOf | ExprDim
+
+
+@dataclass(frozen=True)
+class TensorResult:
+    """A tensor output: its element type (fixed, or a `DtypeVar`: the type of the first tensor
+    input it types), and one shape rule per dimension."""
+    name: str
+    dtype: ElementType | DtypeVar
+    shape: tuple[DimRule, ...]
+    kind: ClassVar[str] = "tensor"
+
+
+@dataclass(frozen=True)
+class OpaqueResult:
+    """A descriptor returned as its packed bytes (`Opaque<T>`); `dtype` is the bytes' (ui8)."""
+    name: str
+    descriptor: Layout
+    dtype: ElementType
+    kind: ClassVar[str] = "opaque"
+
+
+@dataclass(frozen=True)
+class UpdatedExternal:
+    """The new bytes of `&mut` external `param`, aliased to operand `operand`; `dtype` is the
+    bytes' (ui8)."""
+    name: str
+    param: str
+    operand: int
+    dtype: ElementType
+    kind: ClassVar[str] = "updated_external"
+
+
+Result = TensorResult | OpaqueResult | UpdatedExternal
+
+
+@dataclass(frozen=True)
+class FactorDims:
+    """The factor (or None: never split) of each dimension of one operand or result, by its
+    index among the custom call's operands (or results)."""
+    name: str
+    index: int
+    dims: tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class PartitionRule:
+    """How an op may be split across devices (`partition(...)`): its factors, and the operands
+    and results that have a rule. Those not listed are replicated."""
+    factors: tuple[str, ...]
+    operands: tuple[FactorDims, ...]
+    results: tuple[FactorDims, ...]

@@ -1,0 +1,106 @@
+"""The autograd kernel of every customop op in torch: below autograd as usual, and when an input
+needs a gradient, a node whose backward runs the op's declared backward op, or raises
+`NoGradientError` for an op that declares none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..manifest import OpSchema
+from .native import reraise
+
+__all__ = ["NoGradientError", "autograd_kernel"]
+
+
+class NoGradientError(RuntimeError):
+    """`backward()` reached a customop op, which declares no gradient."""
+
+
+def _no_gradient_message(op: str) -> str:
+    return ("%s has no gradient: customop ops declare no backward, so backward() cannot go "
+            "through it. Call it on detached inputs (x.detach()) or under torch.no_grad() when "
+            "no gradient needs to flow through it." % op)
+
+
+@torch.library.custom_op("customop::no_gradient", mutates_args=())
+def _no_gradient(grad: torch.Tensor, shape: list[int], op: str) -> torch.Tensor:
+    """What backward through a customop op computes: an error. An op, not a Python `raise` in
+    the autograd node, so that torch.compile (which traces the backward ahead of time) compiles
+    it into the backward graph, and only running that backward raises."""
+    raise NoGradientError(_no_gradient_message(op))
+
+
+@_no_gradient.register_fake
+def _(grad: torch.Tensor, shape: list[int], op: str) -> torch.Tensor:
+    return grad.new_empty(shape)
+
+
+def autograd_kernel(op: Any, sch: OpSchema) -> Any:
+    """The op's autograd kernel: the op runs below autograd as usual, and when an input needs a
+    gradient its outputs are tied to a node whose backward runs the op's declared backward op
+    (`vjp = ...`, with the forward inputs, attributes and outputs it names as residuals, saved
+    with `save_for_backward`), or, for an op that declares none, raises `NoGradientError`
+    (without it, torch only warns and leaves `.grad` None)."""
+    name = sch.name
+    vjp = sch.vjp
+
+    def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            with torch._C._AutoDispatchBelowAutograd():
+                return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+        except RuntimeError as e:
+            # A native kernel's error, raised as customop's own.
+            reraise(e)
+            raise
+
+    class NoGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            ctx.shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
+            return below_autograd(keyset, args, kwargs)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            grad = next(g for g in grads if g is not None)
+            return (None, None, *[
+                _no_gradient(grad, shape, name) if needed else None
+                for shape, needed in zip(ctx.shapes, ctx.needs_input_grad[2:])])
+
+    class WithGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            output = below_autograd(keyset, args, kwargs)
+            outs = list(output) if isinstance(output, tuple) else [output]
+            ctx.kwargs = dict(kwargs)
+            ctx.n_args = len(args)
+            # The residuals: every operand and output (the backward op reads those it names).
+            ctx.save_for_backward(*args, *outs)
+            return output
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            assert vjp is not None
+            # Looked up here: the backward op may be defined after the forward.
+            ns, _, short = vjp.op.partition("::")
+            backward_op = getattr(getattr(torch.ops, ns), short).default
+            saved = ctx.saved_tensors
+            args, outs = saved[:ctx.n_args], saved[ctx.n_args:]
+            # A cotangent autograd did not materialise is zero.
+            cts = [g.contiguous() if g is not None else torch.zeros_like(o)
+                   for g, o in zip(grads, outs)]
+            bargs, battrs = vjp.backward_arguments(sch, args, outs, cts, ctx.kwargs)
+            got = backward_op(*bargs, **battrs)
+            got = list(got) if isinstance(got, tuple) else [got]
+            return (None, None, *vjp.input_gradients(sch, got))
+
+    function = NoGradient if vjp is None else WithGradient
+
+    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        if torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return function.apply(keyset, kwargs, *args)
+        return below_autograd(keyset, args, kwargs)
+
+    return kernel
