@@ -95,6 +95,9 @@ mod book {
     #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
     struct WrappingCKernels;
 
+    #[doc = include_str!("../../book/src/errors.md")]
+    struct Errors;
+
     #[cfg(feature = "pjrt")]
     #[doc = include_str!("../../book/src/running-from-rust.md")]
     struct RunningFromRust;
