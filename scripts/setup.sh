@@ -6,8 +6,11 @@
 #     path), kept in a cache outside the clone
 #     (${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-~/.cache}/customop}/xla-venv-<requirements hash>,
 #     so that every clone and CI run on the machine reuses it) and linked as target/xla-venv,
-#   - this clone's Python package (python/, `customop`) installed into that venv, every time
-#     (a few seconds; the venv is shared, so the last clone to run wins),
+#   - a second venv with the newest torch (2.15, no torch_xla; tests/torch/requirements-newest.txt),
+#     cached the same way (torch-venv-<requirements hash>) and linked as target/torch-venv, for
+#     the torch tests on the newest torch,
+#   - this clone's Python package (python/, `customop`) installed into both venvs, every time
+#     (a few seconds; the venvs are shared, so the last clone to run wins),
 #   - mdbook at a pinned version, for the book,
 #   - XLA's CPU PJRT plugin (PyPI wheel `xla-cpu-pjrt`, pinned by hash), unpacked into
 #     the same cache (pjrt-cpu-<version>/) and linked as target/pjrt-plugin, for the Rust
@@ -39,6 +42,10 @@ REQ=tests/xla/requirements.txt
 CACHE="${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/customop}"
 VENV="$CACHE/xla-venv-$(sha256sum "$REQ" | cut -c1-16)"
 LINK=target/xla-venv
+# The newest torch, without torch_xla (its last release supports torch 2.9 only).
+TORCH_REQ=tests/torch/requirements-newest.txt
+TORCH_VENV="$CACHE/torch-venv-$(sha256sum "$TORCH_REQ" | cut -c1-16)"
+TORCH_LINK=target/torch-venv
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -126,35 +133,41 @@ find_python() {
   done
   return 1
 }
-venv_ok() {
-  [ -x "$VENV/bin/python" ] && [ -f "$VENV/.requirements" ] && cmp -s "$REQ" "$VENV/.requirements" &&
-    "$VENV/bin/python" -c 'import jax, jaxlib, numpy, torch, torch_xla' >/dev/null 2>&1
-}
-if ! venv_ok; then
-  if ! base=$(find_python); then
-    say "no working Python >= 3.12 found (tried pyenv's 3.12+, python3.13, python3.12, python3)."
-    say "install one (e.g. apt-get install python3.12 python3.12-venv, or pyenv install 3.12)"
-    say "or set CUSTOMOP_BASE_PYTHON to its path"
-    exit 1
+# make_venv VENV REQUIREMENTS LINK CHECK: the venv at VENV with REQUIREMENTS installed (made
+# again when the file changed), linked as LINK, with this clone's package installed into it.
+make_venv() {
+  local venv=$1 req=$2 link=$3 check=$4 base pkg
+  if ! { [ -x "$venv/bin/python" ] && [ -f "$venv/.requirements" ] &&
+         cmp -s "$req" "$venv/.requirements" &&
+         "$venv/bin/python" -c "$check" >/dev/null 2>&1; }; then
+    if ! base=$(find_python); then
+      say "no working Python >= 3.12 found (tried pyenv's 3.12+, python3.13, python3.12, python3)."
+      say "install one (e.g. apt-get install python3.12 python3.12-venv, or pyenv install 3.12)"
+      say "or set CUSTOMOP_BASE_PYTHON to its path"
+      exit 1
+    fi
+    say "creating $venv with $base ($("$base" --version 2>&1))"
+    rm -rf "$venv"
+    mkdir -p "$CACHE"
+    "$base" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    cp "$req" "$venv/.requirements"   # written last: marks the venv complete
   fi
-  say "creating $VENV with $base ($("$base" --version 2>&1))"
-  rm -rf "$VENV"
-  mkdir -p "$CACHE"
-  "$base" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
-  cp "$REQ" "$VENV/.requirements"   # written last: marks the venv complete
-fi
-mkdir -p target
-if [ "$(readlink "$LINK" 2>/dev/null)" != "$VENV" ]; then
-  rm -rf "$LINK"
-  ln -s "$VENV" "$LINK"
-fi
-# customop's own package, from this clone (built in a temporary copy, so the clone stays clean).
-pkg=$(mktemp -d)
-cp -r python/. "$pkg"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
-  --force-reinstall "$pkg" >/dev/null
-rm -rf "$pkg"
+  mkdir -p target
+  if [ "$(readlink "$link" 2>/dev/null)" != "$venv" ]; then
+    rm -rf "$link"
+    ln -s "$venv" "$link"
+  fi
+  # customop's own package, from this clone (built in a temporary copy, so the clone stays
+  # clean).
+  pkg=$(mktemp -d)
+  cp -r python/. "$pkg"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+    --force-reinstall "$pkg" >/dev/null
+  rm -rf "$pkg"
+}
+make_venv "$VENV" "$REQ" "$LINK" 'import jax, jaxlib, numpy, torch, torch_xla'
+make_venv "$TORCH_VENV" "$TORCH_REQ" "$TORCH_LINK" 'import numpy, ml_dtypes, torch'
 
 # --- mdbook ----------------------------------------------------------------------------------
 if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then

@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CUSTOMOP_PYTHON="$PWD/target/xla-venv/bin/python"
+# The newest torch (2.15, no torch_xla): the torch tests run on it too.
+TORCH_NEWEST_PYTHON="$PWD/target/torch-venv/bin/python"
 step() { printf '\n=== %s\n' "$*" >&2; }
 
 step "cargo fmt --check"
@@ -24,7 +26,7 @@ step "cargo doc (no warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p customop -p customop-macros --features customop/pjrt
 # Every job the Rust harness runs on jaxlib also runs through the Rust runner (suite `rust`),
 # and every program the Python tests run through customop.torch's Exported.run or
-# customop.crosscheck.jit (one suite per test file); each agreeing check is a line of this log.
+# customop.xla.crosscheck.jit (one suite per test file); each agreeing check is a line of this log.
 export CUSTOMOP_PJRT_CROSS_CHECK_LOG="$PWD/target/pjrt-cross-checks.log"
 rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 step "cargo test"
@@ -61,33 +63,45 @@ cargo run --locked -q -p customop-examples --bin mlp
 cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
 cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
 # Every program customop.torch's Exported.run runs on jaxlib in the Python tests, and every
-# function they run through customop.crosscheck.jit, also runs through the Rust runner
+# function they run through customop.xla.crosscheck.jit, also runs through the Rust runner
 # (examples/src/bin/pjrt_run.rs), which must agree; each check is counted in the log.
 cargo build --locked -q -p customop-examples --bin pjrt_run
 export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
 # Python unittest files, each counted in the closing total like a cargo test binary.
+# `TORCH_TAG` names the torch a run is on in its log (empty: the main venv's, torch 2.9).
 py_tests() {
-  local what=$1 file=$2 out
-  out=target/test-$(basename "$file" .py)${CUSTOMOP_TORCH_NATIVE:+-native$CUSTOMOP_TORCH_NATIVE}.log
+  local what=$1 file=$2 python=${3:-$CUSTOMOP_PYTHON} out
+  out=target/test-$(basename "$file" .py)${CUSTOMOP_TORCH_NATIVE:+-native$CUSTOMOP_TORCH_NATIVE}${TORCH_TAG:+-$TORCH_TAG}.log
   step "$what"
   CUSTOMOP_PJRT_CROSS_CHECK_SUITE="${file#tests/}" \
-    "$CUSTOMOP_PYTHON" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
+    "$python" -m unittest "$file" 2>&1 | tee "$out" | grep -v '^  '
   grep -qx OK "$out" || { echo "$file failed" >&2; exit 1; }
   ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$out")
   echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 }
+py_tests "the Python package in layers: no import circle, the core without jax or torch, modules <= 400 lines" tests/python/test_layers.py
 py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
 # Every test that calls ops from torch runs on both paths: native kernels (1, the default) and
 # the Python path (0, `customop.torch.load(path, native=False)`).
 for native in 1 0; do
   export CUSTOMOP_TORCH_NATIVE=$native
-  py_tests "PyTorch front end (customop.torch: eager CPU, torch_xla export, refusals), native=$native" tests/torch/test_torch.py
+  py_tests "PyTorch eager (customop.torch: CPU kernels, errors, backward refusals, torch.compile), native=$native" tests/torch/test_torch.py
+  py_tests "PyTorch export through torch_xla (annotated, run on XLA, refusals), native=$native" tests/torch/test_torch_export.py
   py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export, native=$native" tests/xla/test_computed_shapes.py
   py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
   py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
   py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
 done
+# The same torch tests (all but torch_xla's export) on the newest torch.
+export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
 unset CUSTOMOP_TORCH_NATIVE
+py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
+for native in 1 0; do
+  export CUSTOMOP_TORCH_NATIVE=$native
+  py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
+  py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+done
+unset CUSTOMOP_TORCH_NATIVE TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
@@ -96,7 +110,7 @@ py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_
 step "PJRT cross-checks per suite (jaxlib and the Rust runner agreeing)"
 declare -A MIN_CHECKS=(
   [rust]=45
-  [torch/test_torch.py]=20
+  [torch/test_torch_export.py]=20
   [xla/test_computed_shapes.py]=14
   [xla/test_generic_ops.py]=16
   [xla/test_dtypes.py]=12
