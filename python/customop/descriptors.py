@@ -19,7 +19,8 @@ import numbers
 import struct
 from typing import Any
 
-from .layout import ArrayType, EnumType, FieldType, Layout, PrimType, StructType
+from .layout import (ArrayType, EnumType, FieldType, Layout, PrimType, StringType, StructType,
+                     VecType)
 # The layout rules, re-exported: `descriptors.check_layout`, `descriptors.fingerprint`.
 from .wire import (_PRIMS, FORMAT_VERSION, HEADER_SIZE, MAGIC, DescriptorError, _align_up,
                    _is_tail, as_layout, canonical, check_layout, fingerprint, layout_canonical,

@@ -17,7 +17,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import customop.torch as ct  # noqa: E402
-from customop.schema import SchemaError  # noqa: E402
 
 # Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
 LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
