@@ -8,7 +8,8 @@
 #     so that every clone and CI run on the machine reuses it) and linked as target/xla-venv,
 #   - a second venv with the newest torch (2.15, no torch_xla; tests/torch/requirements-newest.txt),
 #     cached the same way (torch-venv-<requirements hash>) and linked as target/torch-venv, for
-#     the torch tests on the newest torch,
+#     the torch tests on the newest torch, and a third with the oldest jax customop supports
+#     (0.10.0, no torch; tests/xla/requirements-oldest-jax.txt, target/jax-oldest-venv),
 #   - this clone's Python package (python/, `customop`) installed into both venvs, every time
 #     (a few seconds; the venvs are shared, so the last clone to run wins),
 #   - mdbook at a pinned version, for the book,
@@ -46,6 +47,10 @@ LINK=target/xla-venv
 TORCH_REQ=tests/torch/requirements-newest.txt
 TORCH_VENV="$CACHE/torch-venv-$(sha256sum "$TORCH_REQ" | cut -c1-16)"
 TORCH_LINK=target/torch-venv
+# The oldest jax customop supports, without torch.
+JAX_OLDEST_REQ=tests/xla/requirements-oldest-jax.txt
+JAX_OLDEST_VENV="$CACHE/jax-oldest-venv-$(sha256sum "$JAX_OLDEST_REQ" | cut -c1-16)"
+JAX_OLDEST_LINK=target/jax-oldest-venv
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -168,6 +173,7 @@ make_venv() {
 }
 make_venv "$VENV" "$REQ" "$LINK" 'import jax, jaxlib, numpy, torch, torch_xla'
 make_venv "$TORCH_VENV" "$TORCH_REQ" "$TORCH_LINK" 'import numpy, ml_dtypes, torch'
+make_venv "$JAX_OLDEST_VENV" "$JAX_OLDEST_REQ" "$JAX_OLDEST_LINK" 'import jax, jaxlib, numpy, scipy'
 
 # --- mdbook ----------------------------------------------------------------------------------
 if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then

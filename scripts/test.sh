@@ -7,6 +7,8 @@ bash scripts/setup.sh
 export CUSTOMOP_PYTHON="$PWD/target/xla-venv/bin/python"
 # The newest torch (2.15, no torch_xla): the torch tests run on it too.
 TORCH_NEWEST_PYTHON="$PWD/target/torch-venv/bin/python"
+# The oldest jax customop supports (0.10.0): the JAX-only tests run on it too.
+JAX_OLDEST_PYTHON="$PWD/target/jax-oldest-venv/bin/python"
 step() { printf '\n=== %s\n' "$*" >&2; }
 
 step "cargo fmt --check"
@@ -68,7 +70,8 @@ cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
 cargo build --locked -q -p customop-examples --bin pjrt_run
 export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
 # Python unittest files, each counted in the closing total like a cargo test binary.
-# `TORCH_TAG` names the torch a run is on in its log (empty: the main venv's, torch 2.9).
+# `TORCH_TAG` names the torch or jax a run is on in its log (empty: the main venv's: torch 2.9,
+# jax 0.12).
 py_tests() {
   local what=$1 file=$2 python=${3:-$CUSTOMOP_PYTHON} out
   out=target/test-$(basename "$file" .py)${CUSTOMOP_TORCH_NATIVE:+-native$CUSTOMOP_TORCH_NATIVE}${TORCH_TAG:+-$TORCH_TAG}.log
@@ -105,8 +108,15 @@ unset CUSTOMOP_TORCH_NATIVE TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
+# The same JAX tests on the oldest jax.
+export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
+py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
+py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
+py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
+unset TORCH_TAG
 # Each suite's cross-checks, at least as many as it makes today: a suite that stops checking
-# fails here, whatever the others count. (Both torch paths run each torch file: counts add.)
+# fails here, whatever the others count. (Both torch paths run each torch file, and both jax
+# versions test_transforms.py: counts add.)
 step "PJRT cross-checks per suite (jaxlib and the Rust runner agreeing)"
 declare -A MIN_CHECKS=(
   [rust]=45
@@ -114,7 +124,7 @@ declare -A MIN_CHECKS=(
   [xla/test_computed_shapes.py]=14
   [xla/test_generic_ops.py]=16
   [xla/test_dtypes.py]=12
-  [xla/test_transforms.py]=58
+  [xla/test_transforms.py]=116
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do
