@@ -9,38 +9,20 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
 there, not a skip).
 """
 
-import math
 import os
+import sys
 import unittest
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import customop.torch as ct  # noqa: E402
+
 from customop.schema import SchemaError  # noqa: E402
 
-# Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
-LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
-              native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
-ops = torch.ops
-
-
-def blob(**kw):
-    value = {"gain": 2.0, "bias": -1, "seed": 42, "tag": b"customop seed!!!"}
-    value.update(kw)
-    return LIB.pack("my_lib::Blob", value)
-
-
-def seed_expected(x, b):
-    """saturate_i8(round(gain * row sum) + bias), by hand."""
-    out = []
-    for row in x.tolist():
-        v = b["gain"] * sum(np.float32(r) for r in row)
-        v = int(math.copysign(math.floor(abs(v) + 0.5), v)) + b["bias"]
-        out.append(max(-128, min(127, v)))
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_helpers import LIB, blob, ops, seed_expected  # noqa: E402
 
 
 class Eager(unittest.TestCase):
