@@ -143,7 +143,12 @@ def attr_bytes(schema: OpSchema, param: AttributeParam, value: Any) -> bytes:
     if isinstance(value, str):
         if param.type.kind == "str":
             return value.encode("utf-8")
-        return value.encode("latin-1")
+        try:
+            return value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise SchemaError("%s: attribute `%s` is not a descriptor's packed bytes, one "
+                              "character per byte (lib.pack_attr)"
+                              % (schema.name, param.name)) from None
     raise SchemaError("%s: attribute `%s` takes %s, got %s"
                       % (schema.name, param.name,
                          "a str" if param.type.descriptor is None else

@@ -63,7 +63,9 @@ class TorchLibrary:
             raise
         if native:
             log.info("customop: %s: %d ops with native CPU and Meta kernels (torch's stable C "
-                     "ABI)%s", self.path, len(self.library.entries()),
+                     "ABI%s)%s", self.path, len(self.library.entries()),
+                     ", str and lists passed as they are" if self._native and self._native.direct
+                     else "",
                      "; through a Python adapter (str or list attributes): " + ", ".join(adapted)
                      if adapted else "")
         else:
@@ -122,7 +124,10 @@ class TorchLibrary:
             frag.impl(name, cpu, "CPU")
             torch.library.register_fake(sch.name, fake, lib=frag)
         else:
-            carried = {p.name: p for p in sch.attributes if p.type.kind in AS_TENSOR}
+            # torch 2.9 passes no str or list to a kernel: those attributes travel as tensors,
+            # through a hidden op; from 2.10 on they reach the kernel as they are.
+            carried = {} if self._native.direct else {
+                p.name: p for p in sch.attributes if p.type.kind in AS_TENSOR}
             if not carried:
                 # CPU and Meta kernels in Rust; the fake implementation (which FakeTensorMode
                 # prefers, and which takes symbolic sizes) stays in Python, without the Meta

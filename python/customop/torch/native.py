@@ -95,6 +95,12 @@ class NativeRegistrar:
         unreg.restype = ctypes.c_int32
         unreg.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         self._c_unregister = unreg
+        direct = cdll.customop_torch_direct
+        direct.restype = ctypes.c_int32
+        direct.argtypes = [ctypes.c_char_p]
+        # Whether this torch passes str and list arguments to a native kernel (2.10 and later):
+        # then every op is registered under its own schema, with no hidden op and no adapter.
+        self.direct = direct(self._libtorch) == 1
         schema = cdll.customop_torch_native_schema
         schema.restype = ctypes.c_int32
         schema.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]

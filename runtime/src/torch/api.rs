@@ -20,6 +20,17 @@ type Status = i32;
 /// `C-unwind`: the kernel reports an error by calling `aoti_torch_check`, which throws.
 pub(crate) type BoxedKernel = unsafe extern "C-unwind" fn(*mut u64, u64, u64);
 
+/// `torch/csrc/stable/c/shim.h`'s string and list functions (torch 2.10 and later).
+#[derive(Debug)]
+pub(crate) struct Direct {
+    pub string_length: unsafe extern "C" fn(*mut c_void, *mut usize) -> Status,
+    pub string_c_str: unsafe extern "C" fn(*mut c_void, *mut *const c_char) -> Status,
+    pub delete_string: unsafe extern "C" fn(*mut c_void) -> Status,
+    pub list_size: unsafe extern "C" fn(*mut c_void, *mut usize) -> Status,
+    pub list_get_item: unsafe extern "C" fn(*mut c_void, usize, *mut u64) -> Status,
+    pub delete_list: unsafe extern "C" fn(*mut c_void) -> Status,
+}
+
 /// The functions, resolved once.
 #[derive(Debug)]
 pub(crate) struct Api {
@@ -42,6 +53,9 @@ pub(crate) struct Api {
         unsafe extern "C" fn(i64, *const i64, *const i64, i32, i32, i32, *mut Tensor) -> Status,
     pub copy_: unsafe extern "C" fn(Tensor, Tensor, i32) -> Status,
     pub check: unsafe extern "C-unwind" fn(bool, *const c_char, *const c_char, u32, *const c_char),
+    /// Strings and lists, which torch 2.10 and later pass to a boxed kernel (as owned
+    /// `StringHandle`s and `StableListHandle`s); None before 2.10.
+    pub direct: Option<Direct>,
     /// torch's dtype code of each customop element type that torch has.
     pub dtypes: Vec<(i32, crate::ElementType)>,
     /// `aoti_torch_device_type_cpu()`.
@@ -70,8 +84,9 @@ impl Api {
         .map_err(|e| format!("{path} is not loaded in this process (import torch first): {e}"))?;
         macro_rules! sym {
             ($name:literal) => {
-                // SAFETY: each symbol is declared above with the signature the torch 2.9
-                // header gives it; the torch version is checked before registration.
+                // SAFETY: each symbol is declared above with the signature torch's headers
+                // give it (aoti_torch/c/shim.h of 2.9; stable/c/shim.h of 2.10 for the string
+                // and list functions, looked up only from 2.10 on).
                 *unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|e| {
                     format!("{path} has no `{}` (torch 2.9 to 2.15 have): {e}", $name)
                 })?
@@ -125,6 +140,19 @@ impl Api {
                 NATIVE_TORCH.1.1
             ));
         }
+        // Strings and lists reach a kernel from torch 2.10 on.
+        let direct = if version >= (2, 10) {
+            Some(Direct {
+                string_length: sym!("torch_string_length"),
+                string_c_str: sym!("torch_string_c_str"),
+                delete_string: sym!("torch_delete_string"),
+                list_size: sym!("torch_list_size"),
+                list_get_item: sym!("torch_list_get_item"),
+                delete_list: sym!("torch_delete_list"),
+            })
+        } else {
+            None
+        };
         let cpu_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_cpu");
         let meta_fn: unsafe extern "C" fn() -> i32 = sym!("aoti_torch_device_type_meta");
         Ok(Api {
@@ -140,6 +168,7 @@ impl Api {
             empty_strided: sym!("aoti_torch_empty_strided"),
             copy_: sym!("aoti_torch_copy_"),
             check: sym!("aoti_torch_check"),
+            direct,
             dtypes,
             // SAFETY: `int32_t aoti_torch_device_type_cpu(void)`, a constant.
             cpu: unsafe { cpu_fn() },

@@ -7,6 +7,7 @@
 //! wrapper takes over. `Owned` deletes what the kernel holds on every path.
 
 use super::api::{Api, Tensor};
+use super::attrs::{array_attr, latin1_bytes, list_items, string_bytes, tensor_items};
 use super::values::{Attr, Env, Owned, contiguous_strides, float_bytes, int_bytes, range_text};
 use crate::ffi::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
@@ -49,17 +50,20 @@ impl Failure {
     }
 }
 
-/// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, since
-/// torch 2.9 passes no strings or lists to a boxed kernel, string, descriptor and array
-/// attributes (as 1-D tensors: bytes, int64 or float64; see `customop.torch`).
-pub(crate) fn carried_as_tensor(kind: &ParamKind) -> bool {
+/// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, where
+/// torch passes no strings or lists to a boxed kernel (2.9: `direct` is false), string,
+/// descriptor and array attributes (as 1-D tensors: bytes, int64 or float64; see
+/// `customop.torch`).
+pub(crate) fn carried_as_tensor(kind: &ParamKind, direct: bool) -> bool {
     match kind {
         ParamKind::Tensor { .. } | ParamKind::External { .. } => true,
-        ParamKind::Attribute { ty } => !matches!(ty, AttrType::Bool | AttrType::Scalar { .. }),
+        ParamKind::Attribute { ty } => {
+            !direct && !matches!(ty, AttrType::Bool | AttrType::Scalar { .. })
+        }
     }
 }
 
-fn torch_failed(call: &str) -> Failure {
+pub(super) fn torch_failed(call: &str) -> Failure {
     Failure::Kernel(13, format!("torch's `{call}` failed"))
 }
 
@@ -74,7 +78,7 @@ macro_rules! torch {
 }
 
 /// A tensor as the handler sees it.
-struct View {
+pub(super) struct View {
     /// The (contiguous) tensor whose memory the handler reads.
     handle: Tensor,
     /// The argument itself (a `&mut` external's new bytes are copied back into it).
@@ -93,7 +97,12 @@ impl View {
 }
 
 /// Reads tensor `h` (making a contiguous copy on the CPU when it is not contiguous).
-fn view(api: &Api, owned: &mut Owned<'_>, h: Tensor, meta: bool) -> Result<View, Failure> {
+pub(super) fn view(
+    api: &Api,
+    owned: &mut Owned<'_>,
+    h: Tensor,
+    meta: bool,
+) -> Result<View, Failure> {
     if h.is_null() {
         return Err(Failure::Schema("a tensor argument is missing".to_string()));
     }
@@ -174,7 +183,10 @@ pub(crate) unsafe fn run(
     let mut owned = Owned {
         api,
         handles: Vec::with_capacity(n_args + schema.results.len() + 2),
+        strings: Vec::new(),
+        lists: Vec::new(),
     };
+    let direct = api.direct.as_ref();
     // torch's stack is in the torch schema's order: tensors and externals (in declaration
     // order), then every attribute (after `*`).
     let n_operands = plan.operand_params.len();
@@ -182,13 +194,25 @@ pub(crate) unsafe fn run(
         ParamSlot::Operand(o) => o,
         ParamSlot::Attribute(a) => n_operands + a,
     };
-    // Take every tensor argument first: each is deleted whatever happens next.
+    // Take every owned argument first: each is deleted whatever happens next.
     let mut args: Vec<Tensor> = Vec::with_capacity(n_args);
     for (i, p) in params.iter().enumerate() {
-        if carried_as_tensor(&p.kind) {
+        if carried_as_tensor(&p.kind, direct.is_some()) {
             args.push(owned.keep(stack[at(i)] as usize as Tensor));
+        } else if direct.is_some() {
+            match &p.kind {
+                ParamKind::Attribute {
+                    ty: AttrType::Str | AttrType::Descriptor { .. },
+                } => owned.strings.push(stack[at(i)] as usize as *mut c_void),
+                ParamKind::Attribute {
+                    ty: AttrType::Array { .. },
+                } => owned.lists.push(stack[at(i)] as usize as *mut c_void),
+                _ => {}
+            }
         }
     }
+    // Bytes decoded from a descriptor attribute's string, alive for the call.
+    let mut decoded: Vec<Vec<u8>> = Vec::new();
     let returned_count = plan
         .results
         .iter()
@@ -266,54 +290,34 @@ pub(crate) unsafe fn run(
                         )
                     }
                     AttrType::Array { dtype } => {
-                        let h = next_tensor.next().unwrap_or(null_mut());
-                        let v = view(api, &mut owned, h, meta)?;
-                        let n = v.dims.iter().product::<i64>();
-                        let n = usize::try_from(n).unwrap_or(0);
-                        lens[slot] = i64::try_from(n).ok();
-                        let mut bytes: Vec<u8> = Vec::with_capacity(n * dtype.byte_size());
-                        if !meta {
-                            for k in 0..n {
-                                let cell = match v.element {
-                                    Some(ElementType::I64) if !dtype.is_float() => {
-                                        // SAFETY: a contiguous int64 tensor of `n` elements,
-                                        // read unaligned (a caller may pass any view).
-                                        let x =
-                                            unsafe { v.data.cast::<i64>().add(k).read_unaligned() };
-                                        int_bytes(*dtype, x).ok_or_else(|| {
-                                            what(format!(
-                                                "is {dtype}[]: {x} is out of range {}",
-                                                range_text(*dtype)
-                                            ))
-                                        })?
-                                    }
-                                    Some(ElementType::F64) if dtype.is_float() => {
-                                        // SAFETY: a contiguous float64 tensor of `n` elements,
-                                        // read unaligned.
-                                        let x =
-                                            unsafe { v.data.cast::<f64>().add(k).read_unaligned() };
-                                        float_bytes(*dtype, x).ok_or_else(|| {
-                                            what(format!("is {dtype}[], which no call carries"))
-                                        })?
-                                    }
-                                    _ => {
-                                        return Err(what(
-                                            "arrives as a tensor of another type than the \
-                                             native convention's (int64 or float64)"
-                                                .to_string(),
-                                        ));
-                                    }
-                                };
-                                bytes.extend_from_slice(&cell[..dtype.byte_size()]);
-                            }
+                        let items = if direct.is_some() {
+                            list_items(api, stack[at(i)] as usize as *mut c_void)?
+                        } else {
+                            let h = next_tensor.next().unwrap_or(null_mut());
+                            let v = view(api, &mut owned, h, meta)?;
+                            tensor_items(v.element, v.data, &v.dims, *dtype, meta).map_err(what)?
+                        };
+                        lens[slot] = i64::try_from(items.len()).ok();
+                        array_attr(*dtype, &items).map_err(what)?
+                    }
+                    AttrType::Str | AttrType::Descriptor { .. } if direct.is_some() => {
+                        let text = string_bytes(api, stack[at(i)] as usize as *mut c_void)?;
+                        if matches!(ty, AttrType::Str) {
+                            Attr::Bytes(text.as_ptr(), text.len())
+                        } else {
+                            // A descriptor's bytes travel one character per byte (latin-1);
+                            // torch hands the string over as UTF-8.
+                            let bytes = latin1_bytes(text).ok_or_else(|| {
+                                what(
+                                    "is not a descriptor's packed bytes, one character per byte \
+                                     (lib.pack_attr)"
+                                        .to_string(),
+                                )
+                            })?;
+                            decoded.push(bytes);
+                            let b = decoded.last().map_or(&[][..], Vec::as_slice);
+                            Attr::Bytes(b.as_ptr(), b.len())
                         }
-                        let mut cells = vec![0u64; bytes.len().div_ceil(8)];
-                        for (c, chunk) in cells.iter_mut().zip(bytes.chunks(8)) {
-                            let mut b = [0u8; 8];
-                            b[..chunk.len()].copy_from_slice(chunk);
-                            *c = u64::from_ne_bytes(b);
-                        }
-                        Attr::Array(*dtype, cells, n)
                     }
                     AttrType::Str | AttrType::Descriptor { .. } => {
                         let h = next_tensor.next().unwrap_or(null_mut());

@@ -9,6 +9,7 @@
 //! entries, one per op and dispatch key), each of which reads its op from its slot.
 
 mod api;
+mod attrs;
 mod kernel;
 mod values;
 
@@ -373,6 +374,24 @@ fn register_keys(
         }
     }
     Ok(())
+}
+
+/// 1 when the running torch (its `libtorch_cpu` at `libtorch`) passes `str` and list arguments
+/// straight to a native kernel (torch 2.10 and later), so that an op with string, descriptor or
+/// array attributes is registered under its own schema; 0 when they travel as tensors through
+/// a hidden op (torch 2.9); -1 when the torch API cannot be used (then registration fails too).
+///
+/// # Safety
+/// `libtorch` is NUL-terminated; torch is loaded in this process.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn customop_torch_direct(libtorch: *const c_char) -> i32 {
+    let Some(libtorch) = c_str(libtorch) else {
+        return -1;
+    };
+    match api(libtorch) {
+        Ok(api) => i32::from(api.direct.is_some()),
+        Err(_) => -1,
+    }
 }
 
 /// Unregisters the native kernels registered for the torch op `name` (`ns::name`) by

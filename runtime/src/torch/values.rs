@@ -4,11 +4,15 @@
 use super::api::{Api, Tensor};
 use crate::plan::ShapeEnv;
 use crate::types::ElementType;
+use core::ffi::c_void;
 
-/// Tensor handles the kernel owns, deleted on drop.
+/// Handles the kernel owns, deleted on drop: tensors, and (torch 2.10 and later) the strings
+/// and lists torch hands a kernel.
 pub(super) struct Owned<'a> {
     pub(super) api: &'a Api,
     pub(super) handles: Vec<Tensor>,
+    pub(super) strings: Vec<*mut c_void>,
+    pub(super) lists: Vec<*mut c_void>,
 }
 
 impl Owned<'_> {
@@ -25,6 +29,22 @@ impl Drop for Owned<'_> {
                 // SAFETY: each handle is one this kernel owns (an argument torch handed over,
                 // or a tensor it made), deleted once: `drain` empties the list.
                 unsafe { (self.api.delete_tensor_object)(h) };
+            }
+        }
+        let Some(direct) = &self.api.direct else {
+            return;
+        };
+        for h in self.strings.drain(..) {
+            if !h.is_null() {
+                // SAFETY: a `StringHandle` torch handed over with the call (the kernel owns
+                // it), deleted once.
+                unsafe { (direct.delete_string)(h) };
+            }
+        }
+        for h in self.lists.drain(..) {
+            if !h.is_null() {
+                // SAFETY: a `StableListHandle` torch handed over (owned), deleted once.
+                unsafe { (direct.delete_list)(h) };
             }
         }
     }
