@@ -1,0 +1,99 @@
+"""Eager per-call time of a customop op called from torch against the same op as a C++
+extension op (`TORCH_LIBRARY` with a CPU kernel, built here with g++ against the running torch's
+headers: the floor for any op called through `torch.ops`), in grad mode and under
+`torch.inference_mode()`, on 3x3 f32: `example::checked_sqrt` natively, on the Python path, and
+`cppref::checked_sqrt`, with `torch.sin` for scale. One command runs it on every test venv's
+torch (2.9 and the newest):
+
+    bash benches/compare/run.sh --torch-cpp
+
+Each side runs in its own process; each time is the median over 7 rounds of 3,000 calls.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROUNDS, CALLS = 7, 3000
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def per_call(fn):
+    for _ in range(300):
+        fn()
+    times = []
+    for _ in range(ROUNDS):
+        t = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        times.append((time.perf_counter() - t) / CALLS * 1e6)
+    return statistics.median(times)
+
+
+def build_cpp_op(out_dir):
+    """The C++ op's shared library, built against the imported torch."""
+    import torch
+    from customop.torch import native
+
+    root = os.path.dirname(torch.__file__)
+    std = "-std=c++17" if native.abi_version()[:2] <= (2, 9) else "-std=c++20"
+    so = os.path.join(out_dir, "libcppref.so")
+    subprocess.run(["g++", std, "-O2", "-shared", "-fPIC",
+                    "-I" + os.path.join(root, "include"),
+                    "-I" + os.path.join(root, "include", "torch", "csrc", "api", "include"),
+                    os.path.join(HERE, "cpp", "checked_sqrt.cpp"), "-o", so,
+                    "-L" + os.path.join(root, "lib"), "-ltorch_cpu", "-lc10",
+                    "-Wl,-rpath," + os.path.join(root, "lib")], check=True)
+    return so
+
+
+def side(mode, cpp_so):
+    import torch
+    import customop.torch as ct
+
+    ct.load(os.environ["CUSTOMOP_KERNELS"], native=mode == "native")
+    x = torch.tensor([[4.0, 9.0, 16.0], [1.0, 0.25, 2.0], [3.0, 5.0, 7.0]])
+    cases = {"customop": lambda: torch.ops.example.checked_sqrt(x)}
+    if mode == "native":
+        torch.ops.load_library(cpp_so)
+        want = torch.sqrt(x)
+        assert torch.equal(torch.ops.cppref.checked_sqrt(x), want)
+        assert torch.equal(torch.ops.example.checked_sqrt(x), want)
+        cases["C++ op"] = lambda: torch.ops.cppref.checked_sqrt(x)
+        cases["torch.sin"] = lambda: torch.sin(x)
+    out = {}
+    for name, fn in cases.items():
+        grad = per_call(fn)
+        with torch.inference_mode():
+            inference = per_call(fn)
+        out[name] = [grad, inference]
+    print(json.dumps({"torch": torch.__version__, "times": out}))
+
+
+def main():
+    if len(sys.argv) > 2:
+        side(sys.argv[1], sys.argv[2])
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        so = build_cpp_op(tmp)
+        got = {}
+        for mode in ("native", "python"):
+            r = subprocess.run([sys.executable, __file__, mode, so], check=True,
+                               capture_output=True, text=True)
+            got[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+    native, python = got["native"]["times"], got["python"]["times"]
+    cpp = native["C++ op"]
+    print("torch %s: eager per-call time of checked_sqrt on 3x3 f32, us (median of %d x %d "
+          "calls); grad mode | inference_mode" % (got["native"]["torch"], ROUNDS, CALLS))
+    rows = [("C++ extension op (TORCH_LIBRARY)", cpp), ("customop native", native["customop"]),
+            ("customop Python path", python["customop"]), ("torch.sin", native["torch.sin"])]
+    for name, (g, i) in rows:
+        print("  %-34s %7.2f | %6.2f   ratio to the C++ op %5.2f | %5.2f"
+              % (name, g, i, g / cpp[0], i / cpp[1]))
+
+
+if __name__ == "__main__":
+    main()
