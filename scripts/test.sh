@@ -95,7 +95,7 @@ for native in 1 0; do
   py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
   py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
 done
-# The same torch tests (all but torch_xla's export) on the newest torch.
+# The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
 export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
 unset CUSTOMOP_TORCH_NATIVE
 py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
@@ -104,7 +104,9 @@ for native in 1 0; do
   py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
   py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
 done
-unset CUSTOMOP_TORCH_NATIVE TORCH_TAG
+unset CUSTOMOP_TORCH_NATIVE
+py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run by jaxlib and the Rust runner" tests/torch/test_torchax_export.py "$TORCH_NEWEST_PYTHON"
+unset TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
@@ -121,6 +123,7 @@ step "PJRT cross-checks per suite (jaxlib and the Rust runner agreeing)"
 declare -A MIN_CHECKS=(
   [rust]=45
   [torch/test_torch_export.py]=20
+  [torch/test_torchax_export.py]=4
   [xla/test_computed_shapes.py]=14
   [xla/test_generic_ops.py]=16
   [xla/test_dtypes.py]=12

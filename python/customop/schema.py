@@ -239,8 +239,8 @@ def checked_attrs(schema: OpSchema, attrs: Mapping[str, Any]) -> dict[str, Any]:
     """The attributes of one call, the same check for every entry (`lib.call`, `lib.ops`,
     `customop.xla.export`): unknown, missing and ill-typed ones are a `SchemaError` naming the
     op and the attribute; each value converted to its declared type (a Python float to an f32
-    attribute's `numpy.float32`, a list to an array of the element type), bytes and strings as
-    given."""
+    attribute's `numpy.float32`, a list to an array of the element type, a descriptor's value
+    to its packed bytes), strings as given."""
     import numpy as np
 
     out: dict[str, Any] = {}
@@ -255,6 +255,10 @@ def checked_attrs(schema: OpSchema, attrs: Mapping[str, Any]) -> dict[str, Any]:
             out[param.name] = dtype.numpy_dtype.type(v)
         elif kind == "array" and dtype is not None:
             out[param.name] = np.asarray(v, dtype.numpy_dtype)
+        elif param.type.kind == "descriptor":
+            # Its packed bytes (a str of them, torch's spelling, is latin-1, which jax would
+            # send as UTF-8).
+            out[param.name] = v
         else:
             out[param.name] = value
     return out

@@ -1,5 +1,6 @@
 """The Python package in layers (how-it-works.md): the core imports neither jax nor torch, the
-front ends `customop.xla` and `customop.torch` import only the core and never each other, no
+front ends `customop.xla` and `customop.torch` import only the core and never each other (the
+bridge `customop.torchax` imports both, and nothing imports it), no
 module imports one that imports it back (directly or through others, counting imports inside
 functions and under TYPE_CHECKING), and no module is over 400 lines. Read from the source
 (every `import` statement, wherever it is), and checked by importing the core in a process
@@ -16,11 +17,14 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "customop"
 KERNELS = os.environ.get("CUSTOMOP_KERNELS")
 FRONT_ENDS = ("customop.xla", "customop.torch")
+# Bridges between the front ends: they may import both; nothing imports them.
+BRIDGES = ("customop.torchax",)
 # Third-party packages each layer may not import.
 FORBIDDEN = {
-    "core": {"jax", "jaxlib", "torch", "torch_xla"},
-    "customop.xla": {"torch", "torch_xla"},
-    "customop.torch": set(),
+    "core": {"jax", "jaxlib", "torch", "torch_xla", "torchax"},
+    "customop.xla": {"torch", "torch_xla", "torchax"},
+    "customop.torch": {"torchax"},
+    "bridge": set(),
 }
 MAX_LINES = 400
 
@@ -54,6 +58,8 @@ def imports(path: Path) -> set[str]:
 
 
 def layer(name: str) -> str:
+    if name in BRIDGES:
+        return "bridge"
     return next((f for f in FRONT_ENDS if name == f or name.startswith(f + ".")), "core")
 
 
@@ -96,7 +102,7 @@ class Layers(unittest.TestCase):
             own = layer(m)
             for d in deps:
                 other = layer(d)
-                if other != "core" and other != own:
+                if other != "core" and other != own and own != "bridge":
                     self.fail("%s (%s) imports %s (%s)" % (m, own, d, other))
             bad = self.external[m] & FORBIDDEN[own]
             self.assertFalse(bad, "%s (%s) imports %s" % (m, own, ", ".join(sorted(bad))))
@@ -109,6 +115,7 @@ class Layers(unittest.TestCase):
     def test_the_core_runs_where_jax_and_torch_cannot_be_imported(self):
         self.assertTrue(KERNELS, "CUSTOMOP_KERNELS names the example kernels cdylib")
         core = sorted(m for m in self.files if layer(m) == "core" and m != "customop")
+        self.assertIn("customop.torchax", self.files)
         script = textwrap.dedent("""
             import importlib, sys
             for blocked in ("jax", "jaxlib", "torch", "torch_xla"):

@@ -160,6 +160,20 @@ class Attributes(unittest.TestCase):
             with self.assertRaises(SchemaError):
                 export(call, self.X, lib=LIB)
 
+    def test_a_descriptor_attribute_as_bytes_or_as_torchs_latin1_string(self):
+        # torch spells a descriptor attribute as a str of its bytes, one character each; JAX
+        # sends a str as UTF-8, so the check converts it to the packed bytes first.
+        value = {"scale": -3.75, "shift": 0.5, "mode": "ScaleShift"}
+        packed = LIB.pack("example::NormCfg", value)
+        self.assertTrue(any(b > 127 for b in packed))
+        x = np.asarray(self.X, np.float32)
+        by_bytes = np.asarray(LIB.call("example::rms_norm", x, eps=EPS, cfg=packed))
+        by_str = np.asarray(LIB.call("example::rms_norm", x, eps=EPS,
+                                     cfg=packed.decode("latin-1")))
+        np.testing.assert_array_equal(by_str, by_bytes)
+        rms = np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + np.float32(EPS))
+        np.testing.assert_allclose(by_bytes, x / rms * -3.75 + 0.5, rtol=1e-5)
+
     def test_an_unknown_attribute_is_refused_naming_it(self):
         for call in (lambda x: OPS.example.rms_norm_t(x, eps=EPS, epz=1.0),
                      lambda x: LIB.call("example::rms_norm_t", x, epz=EPS)):

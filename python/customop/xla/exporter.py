@@ -39,12 +39,16 @@ class External:
 
 
 def export(fn: Callable[..., Any], *args: Any,
-           lib: KernelLibrary | Sequence[KernelLibrary]) -> Any:
+           lib: KernelLibrary | Sequence[KernelLibrary],
+           names: Sequence[str] | None = None) -> Any:
     """Exports `fn` (jitted here unless it is already) at `args` with `jax.export`, allowing
     custom calls to the ops of `lib` (a `Library` or several), and annotates every entry
     argument that a call takes as an external. Returns the `jax.export.Exported`, whose
-    `serialize()` keeps the annotation. Raises `ExportError` when an external operand is
-    computed rather than passed in, or is not a 1-D uint8 array of the descriptor's size."""
+    `serialize()` keeps the annotation. `names`, when given, names the flattened arguments
+    (an external's annotation takes its name from there); otherwise each is the function's
+    parameter name, with the path into it for a pytree. Raises `ExportError` when an external
+    operand is computed rather than passed in, or is not a 1-D uint8 array of the
+    descriptor's size."""
     import jax
     from jax import export as jexport
     from jax._src.export._export import _module_to_bytecode
@@ -58,7 +62,7 @@ def export(fn: Callable[..., Any], *args: Any,
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     checks = [jexport.DisabledSafetyCheck.custom_call(t) for t in sorted(by_target)]
     exp = jexport.export(jitted, disabled_checks=checks)(*args)
-    names = _argument_names(fn, args)
+    names = list(names) if names is not None else _argument_names(fn, args)
 
     ctx = jmlir.make_ir_context()
     with ctx, ir.Location.unknown():
