@@ -124,6 +124,7 @@ pub mod __private {
     pub use crate::registry::OpEntry;
     pub use crate::schema;
     pub use crate::tensor;
+    pub use crate::torch::{TorchKernels, torch_kernel};
     pub use crate::types;
     /// Declared gradients: the signatures and the pairing check.
     pub mod vjp {

@@ -64,6 +64,21 @@ class Registration(unittest.TestCase):
             self.assertIn("customop/torch/library.py",
                           registered_by("example::rms_norm", "CPU"))
 
+    def test_no_limit_on_the_number_of_native_registrations(self):
+        # Each op's kernels are generated with it (no table of slots, which held 512 ops): the
+        # same op registered natively under 600 more names, each one running it.
+        frag = torch.library.Library("customop_many", "FRAGMENT")
+        entry = LIB.library.op("example::checked_sqrt")
+        for k in range(600):
+            frag.define("sqrt_%d(Tensor x) -> Tensor" % k)
+            LIB._native.register(frag, entry, "customop_many::sqrt_%d" % k, define=False)
+        x = torch.tensor([4.0, 9.0])
+        for k in (0, 511, 512, 599):
+            self.assertEqual(getattr(ops.customop_many, "sqrt_%d" % k)(x).tolist(), [2.0, 3.0])
+        with self.assertRaises(RuntimeError) as cm:
+            ops.customop_many.sqrt_599(torch.tensor([-1.0]))
+        self.assertIn("[kernel_error]: negative input -1", str(cm.exception))
+
     def test_str_descriptor_and_list_attributes_reach_the_kernel_as_torch_passes_them(self):
         self.assertEqual(LIB._native.direct, DIRECT)
         if DIRECT:

@@ -79,8 +79,52 @@ pub mod make_stats {
             opaque_result: true,
         }
     }
+    /// The op's native torch kernels (CPU and Meta), registered by `customop.torch.load`.
+    static TORCH_KERNELS: ::customop::__private::TorchKernels = ::customop::__private::TorchKernels::new(
+        torch_cpu_kernel,
+        torch_meta_kernel,
+    );
+    /// The op's CPU kernel in torch's dispatcher.
+    ///
+    /// # Safety
+    /// Called by torch with the boxed stack of this op's schema.
+    unsafe extern "C-unwind" fn torch_cpu_kernel(
+        stack: *mut ::core::primitive::u64,
+        n_args: ::core::primitive::u64,
+        n_outs: ::core::primitive::u64,
+    ) {
+        unsafe {
+            ::customop::__private::torch_kernel(
+                &TORCH_KERNELS,
+                false,
+                stack,
+                n_args,
+                n_outs,
+            )
+        }
+    }
+    /// The op's Meta kernel (shapes and types, no data).
+    ///
+    /// # Safety
+    /// As `torch_cpu_kernel`.
+    unsafe extern "C-unwind" fn torch_meta_kernel(
+        stack: *mut ::core::primitive::u64,
+        n_args: ::core::primitive::u64,
+        n_outs: ::core::primitive::u64,
+    ) {
+        unsafe {
+            ::customop::__private::torch_kernel(
+                &TORCH_KERNELS,
+                true,
+                stack,
+                n_args,
+                n_outs,
+            )
+        }
+    }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, torch :
+        & TORCH_KERNELS, }
     }
     ::customop::__private::if_mlir! {
         #[doc =

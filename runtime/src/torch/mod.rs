@@ -5,8 +5,9 @@
 //!
 //! The cdylib does not link torch: the functions are looked up at registration in the
 //! `libtorch_cpu` the process has already loaded (`api`). A boxed kernel receives no context
-//! pointer, so each registration takes one of a fixed table of kernel functions (`SLOTS`
-//! entries, one per op and dispatch key), each of which reads its op from its slot.
+//! pointer, so `#[custom_op]` generates two kernel functions per op (CPU and Meta) around a
+//! static of its own ([`TorchKernels`]), which registration fills with what the kernels need:
+//! there is no table of slots and no limit on the number of ops.
 
 mod api;
 mod attrs;
@@ -19,20 +20,41 @@ use core::ffi::{CStr, c_char};
 use kernel::NativeOp;
 use std::sync::{Mutex, OnceLock};
 
-/// How many kernels a process can register (two per op: CPU and Meta).
-const SLOTS: usize = 1024;
-
-struct Slot {
-    op: NativeOp,
-    meta: bool,
+/// An op's native torch kernels: the two functions `#[custom_op]` generates for it (CPU and
+/// Meta), and what they run, set when the op is first registered. Generated code makes one
+/// static of this per op.
+#[doc(hidden)]
+pub struct TorchKernels {
+    op: OnceLock<NativeOp>,
+    cpu: BoxedKernel,
+    meta: BoxedKernel,
 }
 
-static TABLE: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
+impl TorchKernels {
+    /// The op's kernels; `cpu` and `meta` call [`torch_kernel`] with this static.
+    pub const fn new(
+        cpu: unsafe extern "C-unwind" fn(*mut u64, u64, u64),
+        meta: unsafe extern "C-unwind" fn(*mut u64, u64, u64),
+    ) -> TorchKernels {
+        TorchKernels {
+            op: OnceLock::new(),
+            cpu,
+            meta,
+        }
+    }
+}
 
-/// The state registration changes: the next free slot, and the torch libraries made, each
-/// with the torch op whose kernel it holds (deleting one unregisters its kernel).
+impl core::fmt::Debug for TorchKernels {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TorchKernels")
+            .field("registered", &self.op.get().is_some())
+            .finish()
+    }
+}
+
+/// The state registration changes: the torch libraries made, each with the torch op whose
+/// kernel it holds (deleting one unregisters its kernel).
 struct Registrations {
-    next: usize,
     libraries: Vec<(String, usize)>,
 }
 
@@ -55,7 +77,6 @@ impl Registrations {
 
 fn registrations() -> &'static Mutex<Registrations> {
     static R: Mutex<Registrations> = Mutex::new(Registrations {
-        next: 0,
         libraries: Vec::new(),
     });
     &R
@@ -68,29 +89,28 @@ fn api(libtorch: &str) -> Result<&'static Api, String> {
         .map_err(Clone::clone)
 }
 
-/// The kernel in slot `I`.
+/// Runs the op of `kernels` (a generated kernel's body); on failure raises the torch
+/// exception (`aoti_torch_check`), after every handle the kernel held is released.
 ///
 /// # Safety
-/// Called by torch's dispatcher with the boxed stack of the op the slot was registered for.
-unsafe extern "C-unwind" fn slot_kernel<const I: usize>(stack: *mut u64, n_args: u64, n_outs: u64) {
-    // SAFETY: torch calls this kernel as registered (this function's contract).
-    unsafe { dispatch(I, stack, n_args, n_outs) }
-}
-
-/// Runs the op of slot `i`; on failure raises the torch exception (`aoti_torch_check`), after
-/// every handle the kernel held is released.
-///
-/// # Safety
-/// As [`slot_kernel`].
-unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
-    let Some(slot) = TABLE.get(i).and_then(OnceLock::get) else {
-        // Unreachable (a kernel is registered only after its slot is set); no `check` can be
+/// Called from an op's generated kernel, which torch's dispatcher calls with the boxed stack
+/// of the op it was registered for.
+#[doc(hidden)]
+pub unsafe fn torch_kernel(
+    kernels: &TorchKernels,
+    meta: bool,
+    stack: *mut u64,
+    n_args: u64,
+    n_outs: u64,
+) {
+    let Some(op) = kernels.op.get() else {
+        // Unreachable (a kernel is registered only after its op is set); no `check` can be
         // called without the API, so leave the stack as it is.
         return;
     };
     let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: the stack is the one torch passes for this slot's op (the contract).
-        unsafe { kernel::run(&slot.op, slot.meta, stack, n_args, n_outs) }
+        // SAFETY: the stack is the one torch passes for this op (the contract).
+        unsafe { kernel::run(op, meta, stack, n_args, n_outs) }
     }));
     let message = match failed {
         Ok(Ok(())) => return,
@@ -101,7 +121,7 @@ unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
             format!(
                 "customop[kernel:13] custom op `{}` [kernel_panic]: the native torch glue \
                  panicked",
-                slot.op.schema.name
+                op.schema.name
             )
         }
     };
@@ -110,7 +130,7 @@ unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
     // throws a c10::Error that unwinds through this `C-unwind` frame into torch, which owns
     // nothing here any more (every handle was released by `run`).
     unsafe {
-        (slot.op.api.check)(
+        (op.api.check)(
             false,
             c"customop native kernel".as_ptr(),
             c"customop/runtime/src/torch".as_ptr(),
@@ -119,96 +139,6 @@ unsafe fn dispatch(i: usize, stack: *mut u64, n_args: u64, n_outs: u64) {
         );
     }
 }
-
-macro_rules! row {
-    ($r:literal) => {
-        [
-            slot_kernel::<{ $r * 16 }>,
-            slot_kernel::<{ $r * 16 + 1 }>,
-            slot_kernel::<{ $r * 16 + 2 }>,
-            slot_kernel::<{ $r * 16 + 3 }>,
-            slot_kernel::<{ $r * 16 + 4 }>,
-            slot_kernel::<{ $r * 16 + 5 }>,
-            slot_kernel::<{ $r * 16 + 6 }>,
-            slot_kernel::<{ $r * 16 + 7 }>,
-            slot_kernel::<{ $r * 16 + 8 }>,
-            slot_kernel::<{ $r * 16 + 9 }>,
-            slot_kernel::<{ $r * 16 + 10 }>,
-            slot_kernel::<{ $r * 16 + 11 }>,
-            slot_kernel::<{ $r * 16 + 12 }>,
-            slot_kernel::<{ $r * 16 + 13 }>,
-            slot_kernel::<{ $r * 16 + 14 }>,
-            slot_kernel::<{ $r * 16 + 15 }>,
-        ]
-    };
-}
-
-static KERNELS: [[BoxedKernel; 16]; SLOTS / 16] = [
-    row!(0),
-    row!(1),
-    row!(2),
-    row!(3),
-    row!(4),
-    row!(5),
-    row!(6),
-    row!(7),
-    row!(8),
-    row!(9),
-    row!(10),
-    row!(11),
-    row!(12),
-    row!(13),
-    row!(14),
-    row!(15),
-    row!(16),
-    row!(17),
-    row!(18),
-    row!(19),
-    row!(20),
-    row!(21),
-    row!(22),
-    row!(23),
-    row!(24),
-    row!(25),
-    row!(26),
-    row!(27),
-    row!(28),
-    row!(29),
-    row!(30),
-    row!(31),
-    row!(32),
-    row!(33),
-    row!(34),
-    row!(35),
-    row!(36),
-    row!(37),
-    row!(38),
-    row!(39),
-    row!(40),
-    row!(41),
-    row!(42),
-    row!(43),
-    row!(44),
-    row!(45),
-    row!(46),
-    row!(47),
-    row!(48),
-    row!(49),
-    row!(50),
-    row!(51),
-    row!(52),
-    row!(53),
-    row!(54),
-    row!(55),
-    row!(56),
-    row!(57),
-    row!(58),
-    row!(59),
-    row!(60),
-    row!(61),
-    row!(62),
-    row!(63),
-];
 
 fn c_str<'a>(p: *const c_char) -> Option<&'a str> {
     if p.is_null() {
@@ -297,6 +227,8 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
         .find(|(s, _)| s.name == op)
         .map(|(_, h)| h)
         .ok_or_else(|| format!("op `{op}` has no handler in this library"))?;
+    let kernels = crate::registry::torch_kernels(op)
+        .ok_or_else(|| format!("op `{op}` has no native torch kernels in this library"))?;
     let plan = crate::plan::Plan::new(schema)?;
     let (ns, short) = name
         .split_once("::")
@@ -307,15 +239,17 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
             "`{name}` already has native kernels in this process"
         ));
     }
-    if reg.next + 2 > SLOTS {
-        return Err(format!(
-            "more than {} ops registered natively in one process",
-            SLOTS / 2
-        ));
-    }
+    // What the kernels run: set once (a later registration of the op, under another name or
+    // after an unregistration, finds the same op, plan, handler and torch).
+    let _ = kernels.op.get_or_init(|| NativeOp {
+        schema,
+        plan,
+        handler,
+        api,
+    });
     let c_ns = std::ffi::CString::new(ns).map_err(|e| e.to_string())?;
     let c_short = std::ffi::CString::new(short).map_err(|e| e.to_string())?;
-    let result = register_keys(&mut reg, api, schema, &plan, handler, name, &c_ns, &c_short);
+    let result = register_keys(&mut reg, api, kernels, name, &c_ns, &c_short);
     if result.is_err() {
         // All or nothing: a CPU kernel registered before the Meta one failed goes again.
         reg.remove(api, name);
@@ -324,29 +258,15 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
 }
 
 /// Registers the CPU and Meta kernels of `name`, recording each library made in `reg`.
-#[allow(clippy::too_many_arguments)]
 fn register_keys(
     reg: &mut Registrations,
     api: &'static Api,
-    schema: &'static crate::OpSchema,
-    plan: &crate::plan::Plan,
-    handler: crate::registry::HandlerFn,
+    kernels: &TorchKernels,
     name: &str,
     c_ns: &CStr,
     c_short: &CStr,
 ) -> Result<(), String> {
-    for (key, meta) in [(c"CPU", false), (c"Meta", true)] {
-        let i = reg.next;
-        let op = NativeOp {
-            schema,
-            plan: plan.clone(),
-            handler,
-            api,
-        };
-        if TABLE[i].set(Slot { op, meta }).is_err() {
-            return Err("slot taken twice".to_string());
-        }
-        reg.next += 1;
+    for (key, kernel) in [(c"CPU", kernels.cpu), (c"Meta", kernels.meta)] {
         let mut lib: LibraryHandle = core::ptr::null_mut();
         // SAFETY: NUL-terminated strings and an out-pointer, as the shim declares; torch is
         // loaded (`api` resolved from it).
@@ -363,9 +283,8 @@ fn register_keys(
             return Err(format!("torch refused a library for `{name}` ({key:?})"));
         }
         reg.libraries.push((name.to_string(), lib as usize));
-        let kernel = KERNELS[i / 16][i % 16];
         // SAFETY: a live library handle, a NUL-terminated op name, a kernel of the boxed
-        // signature.
+        // signature (generated for this op, whose `TorchKernels` is set).
         let status = unsafe { (api.library_impl)(lib, c_short.as_ptr(), kernel) };
         if status != 0 {
             return Err(format!(
@@ -413,20 +332,4 @@ pub unsafe extern "C" fn customop_torch_unregister(
     };
     let mut reg = registrations().lock().unwrap_or_else(|e| e.into_inner());
     if reg.remove(api, name) { 0 } else { 1 }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_slot_has_its_own_kernel() {
-        let mut seen = std::collections::HashSet::new();
-        for row in &KERNELS {
-            for k in row {
-                assert!(seen.insert(*k as usize));
-            }
-        }
-        assert_eq!(seen.len(), SLOTS);
-    }
 }

@@ -129,10 +129,41 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
 
             #vjp_check
 
+            /// The op's native torch kernels (CPU and Meta), registered by `customop.torch.load`.
+            static TORCH_KERNELS: #p::TorchKernels =
+                #p::TorchKernels::new(torch_cpu_kernel, torch_meta_kernel);
+
+            /// The op's CPU kernel in torch's dispatcher.
+            ///
+            /// # Safety
+            /// Called by torch with the boxed stack of this op's schema.
+            unsafe extern "C-unwind" fn torch_cpu_kernel(
+                stack: *mut ::core::primitive::u64,
+                n_args: ::core::primitive::u64,
+                n_outs: ::core::primitive::u64,
+            ) {
+                // SAFETY: this function's contract, passed on.
+                unsafe { #p::torch_kernel(&TORCH_KERNELS, false, stack, n_args, n_outs) }
+            }
+
+            /// The op's Meta kernel (shapes and types, no data).
+            ///
+            /// # Safety
+            /// As `torch_cpu_kernel`.
+            unsafe extern "C-unwind" fn torch_meta_kernel(
+                stack: *mut ::core::primitive::u64,
+                n_args: ::core::primitive::u64,
+                n_outs: ::core::primitive::u64,
+            ) {
+                // SAFETY: this function's contract, passed on.
+                unsafe { #p::torch_kernel(&TORCH_KERNELS, true, stack, n_args, n_outs) }
+            }
+
             #p::inventory::submit! {
                 #p::OpEntry {
                     schema,
                     handler_symbol: HANDLER_SYMBOL,
+                    torch: &TORCH_KERNELS,
                 }
             }
 
