@@ -116,6 +116,29 @@ py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py 
 py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
 py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
 unset TORCH_TAG
+# Installing customop as the book says (ranges, not pins) changes nothing in a venv that has
+# what it asks for: pip would install customop and nothing else (no torch or jax replaced).
+step "pip install ./python[extra] keeps each venv's torch and jax (dry run)"
+pkg=$(mktemp -d)
+cp -r python/. "$pkg"
+only_customop() {
+  local python=$1 extra=$2 report=target/pip-report-$2-$(basename "$(dirname "$(dirname "$1")")").json
+  shift 2
+  "$python" -m pip install --dry-run --quiet --disable-pip-version-check --report "$report" "$@" \
+    "$pkg[$extra]"
+  "$python" - "$report" "$extra" <<'PY'
+import json, sys
+got = [(i["metadata"]["name"], i["metadata"]["version"]) for i in json.load(open(sys.argv[1]))["install"]]
+assert [n for n, _ in got] == ["customop"], "customop[%s] would also install %s" % (sys.argv[2], got)
+print("customop[%s]: would install only customop" % sys.argv[2])
+PY
+}
+only_customop "$CUSTOMOP_PYTHON" torch-xla
+only_customop "$CUSTOMOP_PYTHON" jax
+only_customop "$TORCH_NEWEST_PYTHON" torch
+only_customop "$TORCH_NEWEST_PYTHON" torchax --pre
+only_customop "$JAX_OLDEST_PYTHON" jax
+rm -rf "$pkg"
 # Each suite's cross-checks, at least as many as it makes today: a suite that stops checking
 # fails here, whatever the others count. (Both torch paths run each torch file, and both jax
 # versions test_transforms.py: counts add.)
