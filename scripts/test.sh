@@ -103,6 +103,10 @@ for native in 1 0; do
   export CUSTOMOP_TORCH_NATIVE=$native
   py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
   py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+  # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
+  py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"
+  py_tests "one op for several element types on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_generic_ops.py "$TORCH_NEWEST_PYTHON"
+  py_tests "complex64, f8E4M3FN, bf16, f16 on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_dtypes.py "$TORCH_NEWEST_PYTHON"
 done
 unset CUSTOMOP_TORCH_NATIVE
 py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run by jaxlib and the Rust runner" tests/torch/test_torchax_export.py "$TORCH_NEWEST_PYTHON"
@@ -140,16 +144,16 @@ only_customop "$TORCH_NEWEST_PYTHON" torchax --pre
 only_customop "$JAX_OLDEST_PYTHON" jax
 rm -rf "$pkg"
 # Each suite's cross-checks, at least as many as it makes today: a suite that stops checking
-# fails here, whatever the others count. (Both torch paths run each torch file, and both jax
-# versions test_transforms.py: counts add.)
+# fails here, whatever the others count. (Both torch paths run each torch file, on both torch
+# versions where it runs there, and both jax versions test_transforms.py: counts add.)
 step "PJRT cross-checks per suite (jaxlib and the Rust runner agreeing)"
 declare -A MIN_CHECKS=(
   [rust]=45
   [torch/test_torch_export.py]=20
   [torch/test_torchax_export.py]=4
-  [xla/test_computed_shapes.py]=14
-  [xla/test_generic_ops.py]=16
-  [xla/test_dtypes.py]=12
+  [xla/test_computed_shapes.py]=28
+  [xla/test_generic_ops.py]=32
+  [xla/test_dtypes.py]=24
   [xla/test_transforms.py]=116
 )
 short=0

@@ -14,7 +14,9 @@ forward's input) it is.
 A bridge between the two front ends: it imports `customop.torch`'s registration (the ops must
 be `torch.ops` ops, `customop.torch.load`) and `customop.xla`; neither imports it. An op that
 updates an external (`&mut`) is refused: torch writes the new state in place, which a JAX
-function cannot.
+function cannot. Importing torchax (0.0.14.dev20261026, torch 2.15) breaks `torch.compile` for the
+rest of the process ("PyTorch is not linked with support for jax devices"): export in a process
+of its own, or after the process's compiling is done.
 """
 
 from __future__ import annotations

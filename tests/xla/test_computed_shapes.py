@@ -9,6 +9,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
 """
 
 import os
+import sys
 import unittest
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
@@ -20,6 +21,9 @@ import customop.torch as ct  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
 from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_exporters  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 # Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
@@ -102,7 +106,7 @@ class Torch(unittest.TestCase):
                 values, indices = torch.ops.example.top_k(v, k=2)
                 return y + 1, torch.ops.example.concat_rows(x, b), values, indices
 
-        exported = ct.export(torch.export.export(Pool(), (x, b, v)), TORCH)
+        exported = torch_exporters.export(torch.export.export(Pool(), (x, b, v)), TORCH)
         self.assertIn("k = 3 : i64", exported.text)
         y, cat, values, indices = exported.run(x, b, v)
         np.testing.assert_allclose(y.numpy(), avg_pool_reference(X, 3, 2, 1) + 1, rtol=1e-6)

@@ -17,6 +17,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
 """
 
 import os
+import sys
 import unittest
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
@@ -30,6 +31,9 @@ from customop.eager import KernelError  # noqa: E402
 from customop.torch.exporter import from_numpy, to_numpy  # noqa: E402
 from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_exporters  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 # Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
@@ -169,8 +173,9 @@ class Torch(unittest.TestCase, Checks):
         self.assertEqual(z.dtype, torch.complex64)
         self.assertEqual(h.dtype, torch.bfloat16)
 
-    def test_torch_xla_export_runs_every_dtype(self):
-        # torch_xla 2.9's stablehlo_custom_call carries all of these dtypes: none is refused.
+    def test_torch_export_runs_every_dtype(self):
+        # torch_xla 2.9's stablehlo_custom_call (torch 2.9) and torchax's JAX functions (the
+        # newest torch) carry all of these dtypes: none is refused.
         class M(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -186,7 +191,7 @@ class Torch(unittest.TestCase, Checks):
         hb, hh = H.astype(ml_dtypes.bfloat16), H.astype(np.float16)
         args = (torch.from_numpy(A), torch.from_numpy(B), torch.from_numpy(X), from_numpy(hb),
                 torch.from_numpy(hh))
-        exported = ct.export(torch.export.export(M(), args), TORCH)
+        exported = torch_exporters.export(torch.export.export(M(), args), TORCH)
         for ty in ["(tensor<2x3xcomplex<f32>>, tensor<2x3xcomplex<f32>>) -> "
                    "tensor<2x3xcomplex<f32>>",
                    "(tensor<28xui8>, tensor<10xf32>) -> tensor<10xf8E4M3FN>",

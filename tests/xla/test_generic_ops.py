@@ -9,6 +9,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
 """
 
 import os
+import sys
 import unittest
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
@@ -26,6 +27,9 @@ from customop.eager import Handlers, KernelError  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
 from customop.xla import crosscheck  # noqa: E402
 from customop.xla import Library  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_exporters  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 # Both paths: native kernels (the default) and, with CUSTOMOP_TORCH_NATIVE=0, the Python one.
@@ -89,11 +93,11 @@ class Generic(unittest.TestCase):
             def forward(self, x):
                 return torch.ops.example.rms_norm_t(x, eps=EPS) * 2
 
-        # Exported through torch_xla and run on XLA, in every dtype of the list.
+        # Exported (torch_xla on torch 2.9, torchax on the newest) and run on XLA, in every dtype.
         for dtype, rtol in DTYPES:
             with self.subTest(export=dtype):
                 x = torch.from_numpy(X.astype(np.float32)).to(TORCH_DTYPES[np.dtype(dtype)])
-                exported = ct.export(torch.export.export(Norm(), (x,)), TORCH)
+                exported = torch_exporters.export(torch.export.export(Norm(), (x,)), TORCH)
                 self.assertIn("stablehlo.custom_call @example.rms_norm_t(", exported.text)
                 y = exported.run(x)
                 self.assertEqual(y.dtype, x.dtype)
