@@ -124,6 +124,29 @@ pub unsafe extern "C" fn customop_call(
     }
 }
 
+/// The vectors a call frame is made of, kept per thread and reused, so that an eager call
+/// (a native torch kernel's, say) allocates none of them after the first.
+#[derive(Default)]
+struct Scratch {
+    arg_bufs: Vec<XLA_FFI_Buffer>,
+    ret_bufs: Vec<XLA_FFI_Buffer>,
+    arg_types: Vec<i32>,
+    ret_types: Vec<i32>,
+    arg_ptrs: Vec<*mut c_void>,
+    ret_ptrs: Vec<*mut c_void>,
+    names: Vec<XLA_FFI_ByteSpan>,
+    scalars: Vec<XLA_FFI_Scalar>,
+    arrays: Vec<XLA_FFI_Array>,
+    strings: Vec<XLA_FFI_ByteSpan>,
+    attr_types: Vec<i32>,
+    attr_ptrs: Vec<*mut c_void>,
+    name_ptrs: Vec<*mut XLA_FFI_ByteSpan>,
+}
+
+thread_local! {
+    static SCRATCH: core::cell::RefCell<Scratch> = core::cell::RefCell::default();
+}
+
 /// Runs `handler` on a call frame made of `args`, `rets` and `attrs`: `Ok` when it succeeded,
 /// else the error's code (never 0) and message.
 ///
@@ -137,42 +160,69 @@ pub(crate) unsafe fn call_handler(
     rets: &[CallTensor],
     attrs: &[CallAttr],
 ) -> Result<(), (i32, Vec<u8>)> {
-    let mut arg_bufs: Vec<XLA_FFI_Buffer> = args.iter().map(buffer).collect();
-    let mut ret_bufs: Vec<XLA_FFI_Buffer> = rets.iter().map(buffer).collect();
-    let mut arg_types = vec![XLA_FFI_ARG_TYPE_BUFFER; args.len()];
-    let mut ret_types = vec![XLA_FFI_RET_TYPE_BUFFER; rets.len()];
-    let mut arg_ptrs: Vec<*mut c_void> = arg_bufs
-        .iter_mut()
-        .map(|b| (b as *mut XLA_FFI_Buffer).cast())
-        .collect();
-    let mut ret_ptrs: Vec<*mut c_void> = ret_bufs
-        .iter_mut()
-        .map(|b| (b as *mut XLA_FFI_Buffer).cast())
-        .collect();
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        // SAFETY: the caller's contract, passed on.
+        Ok(mut scratch) => unsafe { call_with(&mut scratch, handler, args, rets, attrs) },
+        // A call made while this thread's scratch is in use (a handler calling another):
+        // vectors of its own.
+        // SAFETY: as above.
+        Err(_) => unsafe { call_with(&mut Scratch::default(), handler, args, rets, attrs) },
+    })
+}
+
+/// [`call_handler`] with the frame's vectors in `s` (cleared first).
+///
+/// # Safety
+/// As [`call_handler`].
+unsafe fn call_with(
+    s: &mut Scratch,
+    handler: unsafe extern "C" fn(*mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error,
+    args: &[CallTensor],
+    rets: &[CallTensor],
+    attrs: &[CallAttr],
+) -> Result<(), (i32, Vec<u8>)> {
+    s.arg_bufs.clear();
+    s.arg_bufs.extend(args.iter().map(buffer));
+    s.ret_bufs.clear();
+    s.ret_bufs.extend(rets.iter().map(buffer));
+    s.arg_types.clear();
+    s.arg_types.resize(args.len(), XLA_FFI_ARG_TYPE_BUFFER);
+    s.ret_types.clear();
+    s.ret_types.resize(rets.len(), XLA_FFI_RET_TYPE_BUFFER);
+    s.arg_ptrs.clear();
+    s.arg_ptrs.extend(
+        s.arg_bufs
+            .iter_mut()
+            .map(|b| (b as *mut XLA_FFI_Buffer).cast::<c_void>()),
+    );
+    s.ret_ptrs.clear();
+    s.ret_ptrs.extend(
+        s.ret_bufs
+            .iter_mut()
+            .map(|b| (b as *mut XLA_FFI_Buffer).cast::<c_void>()),
+    );
 
     // Attributes: the name spans, then each value in the form XLA gives it.
-    let mut names: Vec<XLA_FFI_ByteSpan> = attrs
-        .iter()
-        .map(|a| XLA_FFI_ByteSpan {
-            ptr: a.name,
-            len: a.name_len,
-        })
-        .collect();
-    let mut scalars: Vec<XLA_FFI_Scalar> = Vec::with_capacity(attrs.len());
-    let mut arrays: Vec<XLA_FFI_Array> = Vec::with_capacity(attrs.len());
-    let mut strings: Vec<XLA_FFI_ByteSpan> = Vec::with_capacity(attrs.len());
+    s.names.clear();
+    s.names.extend(attrs.iter().map(|a| XLA_FFI_ByteSpan {
+        ptr: a.name,
+        len: a.name_len,
+    }));
+    s.scalars.clear();
+    s.arrays.clear();
+    s.strings.clear();
     for a in attrs {
         match a.kind {
-            XLA_FFI_ATTR_TYPE_SCALAR => scalars.push(XLA_FFI_Scalar {
+            XLA_FFI_ATTR_TYPE_SCALAR => s.scalars.push(XLA_FFI_Scalar {
                 dtype: a.dtype,
                 value: a.data.cast_mut(),
             }),
-            XLA_FFI_ATTR_TYPE_ARRAY => arrays.push(XLA_FFI_Array {
+            XLA_FFI_ATTR_TYPE_ARRAY => s.arrays.push(XLA_FFI_Array {
                 dtype: a.dtype,
                 size: a.len,
                 data: a.data.cast_mut(),
             }),
-            XLA_FFI_ATTR_TYPE_STRING => strings.push(XLA_FFI_ByteSpan {
+            XLA_FFI_ATTR_TYPE_STRING => s.strings.push(XLA_FFI_ByteSpan {
                 ptr: a.data.cast(),
                 len: a.len,
             }),
@@ -185,29 +235,28 @@ pub(crate) unsafe fn call_handler(
     }
     // The vectors above are not pushed to again, so pointers into them stay valid.
     let (mut si, mut ai, mut ti) = (0, 0, 0);
-    let mut attr_types = Vec::with_capacity(attrs.len());
-    let mut attr_ptrs: Vec<*mut c_void> = Vec::with_capacity(attrs.len());
+    s.attr_types.clear();
+    s.attr_ptrs.clear();
     for a in attrs {
-        attr_types.push(a.kind);
-        attr_ptrs.push(match a.kind {
+        s.attr_types.push(a.kind);
+        s.attr_ptrs.push(match a.kind {
             XLA_FFI_ATTR_TYPE_SCALAR => {
                 si += 1;
-                (&raw mut scalars[si - 1]).cast()
+                (&raw mut s.scalars[si - 1]).cast()
             }
             XLA_FFI_ATTR_TYPE_ARRAY => {
                 ai += 1;
-                (&raw mut arrays[ai - 1]).cast()
+                (&raw mut s.arrays[ai - 1]).cast()
             }
             _ => {
                 ti += 1;
-                (&raw mut strings[ti - 1]).cast()
+                (&raw mut s.strings[ti - 1]).cast()
             }
         });
     }
-    let mut name_ptrs: Vec<*mut XLA_FFI_ByteSpan> = names
-        .iter_mut()
-        .map(|n| n as *mut XLA_FFI_ByteSpan)
-        .collect();
+    s.name_ptrs.clear();
+    s.name_ptrs
+        .extend(s.names.iter_mut().map(|n| n as *mut XLA_FFI_ByteSpan));
 
     let api = XLA_FFI_Api {
         struct_size: size_of::<XLA_FFI_Api>(),
@@ -231,28 +280,29 @@ pub(crate) unsafe fn call_handler(
             struct_size: size_of::<XLA_FFI_Args>(),
             extension_start: null_mut(),
             size: count(args.len()),
-            types: arg_types.as_mut_ptr(),
-            args: arg_ptrs.as_mut_ptr(),
+            types: s.arg_types.as_mut_ptr(),
+            args: s.arg_ptrs.as_mut_ptr(),
         },
         rets: XLA_FFI_Rets {
             struct_size: size_of::<XLA_FFI_Rets>(),
             extension_start: null_mut(),
             size: count(rets.len()),
-            types: ret_types.as_mut_ptr(),
-            rets: ret_ptrs.as_mut_ptr(),
+            types: s.ret_types.as_mut_ptr(),
+            rets: s.ret_ptrs.as_mut_ptr(),
         },
         attrs: XLA_FFI_Attrs {
             struct_size: size_of::<XLA_FFI_Attrs>(),
             extension_start: null_mut(),
             size: count(attrs.len()),
-            types: attr_types.as_mut_ptr(),
-            names: name_ptrs.as_mut_ptr(),
-            attrs: attr_ptrs.as_mut_ptr(),
+            types: s.attr_types.as_mut_ptr(),
+            names: s.name_ptrs.as_mut_ptr(),
+            attrs: s.attr_ptrs.as_mut_ptr(),
         },
         future: null_mut(),
     };
     // SAFETY: `frame` is a complete execution-stage call frame; every pointer in it points into
-    // the vectors above or at the caller's data, all of which outlive the call.
+    // the vectors of `s` (not touched again until the call returns) or at the caller's data,
+    // all of which outlive the call.
     let err = unsafe { handler(&mut frame) };
     if err.is_null() {
         return Ok(());

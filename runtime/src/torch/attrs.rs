@@ -3,8 +3,8 @@
 //! `StringHandle`, before that a uint8 tensor, read as a tensor by the kernel).
 
 use super::api::Api;
-use super::kernel::{Failure, torch_failed};
 use super::values::{Attr, float_bytes, int_bytes, range_text};
+use super::values::{Failure, torch_failed};
 use crate::types::ElementType;
 use core::ffi::c_void;
 

@@ -8,7 +8,10 @@
 
 use super::api::{Api, Tensor};
 use super::attrs::{array_attr, latin1_bytes, list_items, string_bytes, tensor_items};
-use super::values::{Attr, Env, Owned, contiguous_strides, float_bytes, int_bytes, range_text};
+use super::values::{
+    Attr, Env, Failure, Owned, contiguous_strides, float_bytes, int_bytes, next_handle, range_text,
+    torch_failed,
+};
 use crate::ffi::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
 };
@@ -30,26 +33,6 @@ pub(crate) struct NativeOp {
     pub api: &'static Api,
 }
 
-/// Why a call failed: the torch exception's message. The prefix lets `customop.torch` raise
-/// it as `KernelError` (with the code) or `SchemaError`.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// The handler refused, or the kernel failed: XLA's error code and the handler's message.
-    Kernel(i32, String),
-    /// The call does not fit the op's schema before the handler runs (an attribute out of its
-    /// type's range, an output shape with no value).
-    Schema(String),
-}
-
-impl Failure {
-    pub(crate) fn text(&self) -> String {
-        match self {
-            Failure::Kernel(code, m) => format!("customop[kernel:{code}] {m}"),
-            Failure::Schema(m) => format!("customop[schema] {m}"),
-        }
-    }
-}
-
 /// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, where
 /// torch passes no strings or lists to a boxed kernel (2.9: `direct` is false), string,
 /// descriptor and array attributes (as 1-D tensors: bytes, int64 or float64; see
@@ -61,10 +44,6 @@ pub(crate) fn carried_as_tensor(kind: &ParamKind, direct: bool) -> bool {
             !direct && !matches!(ty, AttrType::Bool | AttrType::Scalar { .. })
         }
     }
-}
-
-pub(super) fn torch_failed(call: &str) -> Failure {
-    Failure::Kernel(13, format!("torch's `{call}` failed"))
 }
 
 macro_rules! torch {
@@ -85,7 +64,7 @@ pub(super) struct View {
     original: Tensor,
     dtype: i32,
     element: Option<ElementType>,
-    dims: Vec<i64>,
+    pub(super) dims: Vec<i64>,
     data: *mut c_void,
 }
 
@@ -195,10 +174,12 @@ pub(crate) unsafe fn run(
         ParamSlot::Attribute(a) => n_operands + a,
     };
     // Take every owned argument first: each is deleted whatever happens next.
-    let mut args: Vec<Tensor> = Vec::with_capacity(n_args);
+    // They are the first `n_taken` handles of `owned` (copies made later come after them).
+    let mut n_taken = 0usize;
     for (i, p) in params.iter().enumerate() {
         if carried_as_tensor(&p.kind, direct.is_some()) {
-            args.push(owned.keep(stack[at(i)] as usize as Tensor));
+            owned.keep(stack[at(i)] as usize as Tensor);
+            n_taken += 1;
         } else if direct.is_some() {
             match &p.kind {
                 ParamKind::Attribute {
@@ -233,13 +214,13 @@ pub(crate) unsafe fn run(
     let mut attrs: Vec<(&str, Attr)> = Vec::with_capacity(n_attrs);
     let mut ints: Vec<Option<i64>> = vec![None; n_attrs];
     let mut lens: Vec<Option<i64>> = vec![None; n_attrs];
-    let mut next_tensor = args.iter().copied();
+    let mut next_arg = 0usize;
     for (i, p) in params.iter().enumerate() {
         let what =
             |msg: String| Failure::Schema(format!("{}: attribute `{}` {msg}", schema.name, p.name));
         match &p.kind {
             ParamKind::Tensor { .. } | ParamKind::External { .. } => {
-                let h = next_tensor.next().unwrap_or(null_mut());
+                let h = next_handle(&owned, &mut next_arg, n_taken);
                 let mut v = view(api, &mut owned, h, meta)?;
                 if matches!(p.kind, ParamKind::External { .. })
                     && matches!(v.element, Some(ElementType::I8))
@@ -293,7 +274,7 @@ pub(crate) unsafe fn run(
                         let items = if direct.is_some() {
                             list_items(api, stack[at(i)] as usize as *mut c_void)?
                         } else {
-                            let h = next_tensor.next().unwrap_or(null_mut());
+                            let h = next_handle(&owned, &mut next_arg, n_taken);
                             let v = view(api, &mut owned, h, meta)?;
                             tensor_items(v.element, v.data, &v.dims, *dtype, meta).map_err(what)?
                         };
@@ -320,7 +301,7 @@ pub(crate) unsafe fn run(
                         }
                     }
                     AttrType::Str | AttrType::Descriptor { .. } => {
-                        let h = next_tensor.next().unwrap_or(null_mut());
+                        let h = next_handle(&owned, &mut next_arg, n_taken);
                         let v = view(api, &mut owned, h, meta)?;
                         if !matches!(v.element, Some(ElementType::U8)) || v.dims.len() != 1 {
                             return Err(what(
@@ -342,9 +323,8 @@ pub(crate) unsafe fn run(
         .map_err(|m| Failure::Schema(plan.dtype_message(schema, &m)))?;
 
     // The outputs, from the plan.
-    let dims: Vec<Vec<i64>> = operands.iter().map(|v| v.dims.clone()).collect();
     let env = Env {
-        dims: &dims,
+        operands: &operands,
         ints: &ints,
         lens: &lens,
     };
@@ -481,17 +461,19 @@ pub(crate) unsafe fn run(
         }
     }
 
-    // Hand the returned results to torch: their handles leave `owned`.
-    let returned: Vec<Tensor> = plan
-        .results
-        .iter()
-        .zip(&results)
-        .filter(|(rp, _)| !matches!(rp, ResultPlan::Updated { .. }))
-        .map(|(_, v)| v.handle)
-        .collect();
-    for (slot, h) in stack.iter_mut().zip(&returned) {
-        *slot = *h as usize as u64;
+    // Hand the returned results to torch: their handles leave `owned` (nulled there).
+    let mut k = 0usize;
+    for (rp, v) in plan.results.iter().zip(&results) {
+        if matches!(rp, ResultPlan::Updated { .. }) {
+            continue;
+        }
+        if let Some(slot) = stack.get_mut(k) {
+            *slot = v.handle as usize as u64;
+        }
+        k += 1;
+        if let Some(h) = owned.handles.iter_mut().find(|h| **h == v.handle) {
+            *h = null_mut();
+        }
     }
-    owned.handles.retain(|h| !returned.contains(h));
     Ok(())
 }

@@ -2,9 +2,11 @@
 //! as the handler receives them, and a shape rule's values.
 
 use super::api::{Api, Tensor};
+use super::kernel::View;
 use crate::plan::ShapeEnv;
 use crate::types::ElementType;
 use core::ffi::c_void;
+use core::ptr::null_mut;
 
 /// Handles the kernel owns, deleted on drop: tensors, and (torch 2.10 and later) the strings
 /// and lists torch hands a kernel.
@@ -59,14 +61,14 @@ pub(super) enum Attr {
 }
 
 pub(super) struct Env<'a> {
-    pub(super) dims: &'a [Vec<i64>],
+    pub(super) operands: &'a [View],
     pub(super) ints: &'a [Option<i64>],
     pub(super) lens: &'a [Option<i64>],
 }
 
 impl ShapeEnv for Env<'_> {
     fn operand_dims(&self, operand: usize) -> Option<&[i64]> {
-        self.dims.get(operand).map(Vec::as_slice)
+        self.operands.get(operand).map(|v| v.dims.as_slice())
     }
     fn attr_int(&self, slot: usize, _: &str) -> Option<i64> {
         self.ints.get(slot).copied().flatten()
@@ -129,4 +131,40 @@ pub(super) fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
         strides[i] = strides[i + 1].saturating_mul(dims[i + 1].max(1));
     }
     strides
+}
+
+/// The next tensor argument the kernel took (the first `n_taken` handles of `owned`), or null
+/// when there is none left.
+pub(super) fn next_handle(owned: &Owned<'_>, next: &mut usize, n_taken: usize) -> Tensor {
+    let h = if *next < n_taken {
+        owned.handles.get(*next).copied().unwrap_or(null_mut())
+    } else {
+        null_mut()
+    };
+    *next += 1;
+    h
+}
+
+/// Why a call failed: the torch exception's message. The prefix lets `customop.torch` raise
+/// it as `KernelError` (with the code) or `SchemaError`.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The handler refused, or the kernel failed: XLA's error code and the handler's message.
+    Kernel(i32, String),
+    /// The call does not fit the op's schema before the handler runs (an attribute out of its
+    /// type's range, an output shape with no value).
+    Schema(String),
+}
+
+impl Failure {
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Failure::Kernel(code, m) => format!("customop[kernel:{code}] {m}"),
+            Failure::Schema(m) => format!("customop[schema] {m}"),
+        }
+    }
+}
+
+pub(super) fn torch_failed(call: &str) -> Failure {
+    Failure::Kernel(13, format!("torch's `{call}` failed"))
 }
