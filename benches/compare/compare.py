@@ -17,7 +17,6 @@ Run from the repository root:  bash benches/compare/run.sh
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time

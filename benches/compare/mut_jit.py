@@ -16,7 +16,6 @@ import statistics
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from customop.xla import Library
 

@@ -11,26 +11,13 @@ Each side runs in its own process; each time is the median over 7 rounds of 3,00
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-ROUNDS, CALLS = 7, 3000
+from torch_eager import CALLS, ROUNDS, both_modes  # the same timing as --torch-eager
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def per_call(fn):
-    for _ in range(300):
-        fn()
-    times = []
-    for _ in range(ROUNDS):
-        t = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        times.append((time.perf_counter() - t) / CALLS * 1e6)
-    return statistics.median(times)
 
 
 def build_cpp_op(out_dir):
@@ -64,13 +51,7 @@ def side(mode, cpp_so):
         assert torch.equal(torch.ops.example.checked_sqrt(x), want)
         cases["C++ op"] = lambda: torch.ops.cppref.checked_sqrt(x)
         cases["torch.sin"] = lambda: torch.sin(x)
-    out = {}
-    for name, fn in cases.items():
-        grad = per_call(fn)
-        with torch.inference_mode():
-            inference = per_call(fn)
-        out[name] = [grad, inference]
-    print(json.dumps({"torch": torch.__version__, "times": out}))
+    print(json.dumps({"torch": torch.__version__, "times": both_modes(cases)}))
 
 
 def main():

@@ -31,6 +31,19 @@ def per_call(fn):
     return statistics.median(times)
 
 
+def both_modes(cases):
+    """Each case's per-call time in grad mode and under `torch.inference_mode()`."""
+    import torch
+
+    out = {}
+    for name, fn in cases.items():
+        grad = per_call(fn)
+        with torch.inference_mode():
+            inference = per_call(fn)
+        out[name] = [grad, inference]
+    return out
+
+
 def side(mode):
     import torch
     import customop.torch as ct
@@ -54,13 +67,7 @@ def side(mode):
 
         cases["torch.sin 3x3"] = lambda: torch.sin(x3)
         cases["torch.library.custom_op (Python body) 3x3"] = lambda: seed(blob, x3)
-    out = {}
-    for name, fn in cases.items():
-        grad = per_call(fn)
-        with torch.inference_mode():
-            inference = per_call(fn)
-        out[name] = [grad, inference]
-    print(json.dumps(out))
+    print(json.dumps(both_modes(cases)))
 
 
 def main():

@@ -19,23 +19,13 @@ import torch  # noqa: E402
 import customop.torch as ct  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_helpers import LIB, blob, ops, seed_expected  # noqa: E402
+from torch_helpers import LIB, Wrap, blob, ops, seed_expected  # noqa: E402
 
 
 def export_run(model, *inputs):
     exported = ct.export(torch.export.export(model, inputs), LIB)
     return exported, exported.run(*inputs)
 
-
-class Wrap(torch.nn.Module):
-    def __init__(self, fn, **buffers):
-        super().__init__()
-        self.fn = fn
-        for k, v in buffers.items():
-            self.register_buffer(k, v)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
 
 
 class EagerAndXla(unittest.TestCase):

@@ -21,18 +21,8 @@ from customop.crosscheck import cross_check
 from customop.xla import External, externals
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_helpers import LIB, blob, ops, seed_expected  # noqa: E402
+from torch_helpers import LIB, Wrap, blob, ops, seed_expected  # noqa: E402
 
-
-class Wrap(torch.nn.Module):
-    def __init__(self, fn, **buffers):
-        super().__init__()
-        self.fn = fn
-        for k, v in buffers.items():
-            self.register_buffer(k, v)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
 
 
 def export_and_run(model, *inputs):

@@ -1,6 +1,6 @@
 """What the torch test files share: the example library loaded on the path the run asks for
 (CUSTOMOP_TORCH_NATIVE: 1, native kernels, the default; 0, the Python path), the seed op's
-external and its arithmetic by hand."""
+external and its arithmetic by hand, and a module wrapping a function."""
 
 import math
 import os
@@ -29,3 +29,16 @@ def seed_expected(x, b):
         v = int(math.copysign(math.floor(abs(v) + 0.5), v)) + b["bias"]
         out.append(max(-128, min(127, v)))
     return out
+
+
+class Wrap(torch.nn.Module):
+    """A module whose forward is `fn(self, *inputs)`, with `buffers` registered by name."""
+
+    def __init__(self, fn, **buffers):
+        super().__init__()
+        self.fn = fn
+        for k, v in buffers.items():
+            self.register_buffer(k, v)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
