@@ -113,12 +113,14 @@ py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run
 unset TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
+py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool's threads, a panic in a range" tests/xla/test_parallel.py
 py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
 py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
+py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
 py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
 unset TORCH_TAG
 # Installing customop as the book says (ranges, not pins) changes nothing in a venv that has
@@ -156,6 +158,7 @@ declare -A MIN_CHECKS=(
   [xla/test_generic_ops.py]=32
   [xla/test_dtypes.py]=24
   [xla/test_transforms.py]=116
+  [xla/test_parallel.py]=4
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do

@@ -10,6 +10,7 @@ pub mod descriptor;
 pub mod error;
 mod ffi;
 pub mod float8;
+pub mod parallel;
 mod plan;
 mod records;
 pub mod registry;
@@ -48,6 +49,7 @@ pub use half::{bf16, f16};
 /// The `num-complex` crate (`Complex<T>`, whose `f32`/`f64` forms are [`Complex64`] and
 /// [`Complex128`]).
 pub use num_complex;
+pub use parallel::{num_threads, par_chunks_mut, parallel_for};
 pub use round::{bf16_from_f64, f16_from_f64};
 
 /// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
@@ -91,6 +93,9 @@ mod book {
 
     #[doc = include_str!("../../book/src/many-devices.md")]
     struct ManyDevices;
+
+    #[doc = include_str!("../../book/src/many-cores.md")]
+    struct ManyCores;
 
     #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
     struct WrappingCKernels;

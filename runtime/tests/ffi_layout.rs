@@ -123,6 +123,54 @@ fn rust_layout() -> BTreeMap<String, usize> {
     );
     layout!(m, XLA_FFI_Api { struct_size, extension_start, api_version, internal_api, error_create => XLA_FFI_Error_Create });
     m.remove("sizeof XLA_FFI_Api");
+    // The thread pool's arguments, and the API table's fields up to its functions.
+    layout!(
+        m,
+        XLA_FFI_Error_Destroy_Args {
+            struct_size,
+            extension_start,
+            error
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_ThreadPool_Schedule_Args {
+            struct_size,
+            extension_start,
+            ctx,
+            task,
+            data
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_ThreadPool_NumThreads_Args {
+            struct_size,
+            extension_start,
+            ctx,
+            num_threads
+        }
+    );
+    for (field, offset) in [
+        (
+            "XLA_FFI_Error_Destroy",
+            offset_of!(XLA_FFI_Api_ThreadPool, error_destroy),
+        ),
+        (
+            "XLA_FFI_State_Get",
+            offset_of!(XLA_FFI_Api_ThreadPool, state_get),
+        ),
+        (
+            "XLA_FFI_ThreadPool_Schedule",
+            offset_of!(XLA_FFI_Api_ThreadPool, thread_pool_schedule),
+        ),
+        (
+            "XLA_FFI_ThreadPool_NumThreads",
+            offset_of!(XLA_FFI_Api_ThreadPool, thread_pool_num_threads),
+        ),
+    ] {
+        m.insert(format!("XLA_FFI_Api.{field}"), offset);
+    }
     // The sizes XLA writes into `struct_size`, which the handler checks.
     m.insert(
         "XLA_FFI_CallFrame_STRUCT_SIZE".into(),

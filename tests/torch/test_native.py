@@ -7,6 +7,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \
      target/xla-venv/bin/python -m unittest tests/torch/test_native.py
 """
 
+import ctypes
 import gc
 import os
 import subprocess
@@ -263,6 +264,45 @@ class Calls(unittest.TestCase):
         for op, args, kwargs in cases:
             result = torch.library.opcheck(op, args, kwargs)
             self.assertEqual(set(result.values()), {"SUCCESS"}, (op, result))
+
+
+class OnTorchsPool(unittest.TestCase):
+    """customop::parallel under torch eager: torch's intra-op pool from 2.10 on (the stable
+    ABI's torch_parallel_for), inline on 2.9."""
+
+    def test_the_kernel_sees_torchs_pool(self):
+        threads_seen = ctypes.CDLL(os.environ["CUSTOMOP_KERNELS"]).example_pool_probe_threads_seen
+        threads_seen.restype = ctypes.c_int64
+        before = torch.get_num_threads()
+        try:
+            torch.set_num_threads(2)
+            got = int(ops.example.pool_probe(torch.zeros(64), panic_at=-1)[0])
+            print("parallel: torch %s, the kernel sees %d threads; %d ran its ranges"
+                  % (torch.__version__, got, threads_seen()))
+            if DIRECT:
+                self.assertEqual(got, 2, "torch's pool")
+                self.assertEqual(threads_seen(), 2)
+                torch.set_num_threads(1)
+                self.assertEqual(int(ops.example.pool_probe(torch.zeros(8), panic_at=-1)[0]), 1)
+            else:
+                self.assertEqual(got, 1, "inline on torch 2.9")
+                self.assertEqual(threads_seen(), 1)
+        finally:
+            torch.set_num_threads(before)
+
+    def test_row_parallel_kernel_equals_torchs_layer_norm(self):
+        x = torch.randn(512, 1024)
+        w, b = torch.rand(1024) + 0.5, torch.randn(1024)
+        got = ops.example.layer_norm_par(x, w, b, eps=1e-5)
+        torch.testing.assert_close(got, torch.nn.functional.layer_norm(x, (1024,), w, b, 1e-5),
+                                   rtol=1e-5, atol=2e-5)
+        torch.testing.assert_close(got, ops.example.layer_norm_serial(x, w, b, eps=1e-5),
+                                   rtol=0, atol=0)
+
+    def test_a_panic_in_a_range_is_the_calls_kernel_panic(self):
+        with self.assertRaisesRegex(RuntimeError, r"\[kernel_panic\].*holds index 9"):
+            ops.example.pool_probe(torch.zeros(16), panic_at=9)
+        self.assertGreaterEqual(int(ops.example.pool_probe(torch.zeros(16), panic_at=-1)[0]), 1)
 
 
 class WithoutPython(unittest.TestCase):

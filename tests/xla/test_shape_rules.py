@@ -83,6 +83,10 @@ CASES = [
     (KERNELS, "example::dequantize_fp8", {"q": (2, 2)}, {}),
     (KERNELS, "example::scale_bf16", {"x": (3,)}, {"factor": 1.5}),
     (KERNELS, "example::scale_f16", {"x": (1, 4)}, {"factor": -2.0}),
+    # Kernels on the caller's pool: a constant dimension, a rank-0 result.
+    (KERNELS, "example::pool_probe", {"x": (8,)}, {"panic_at": -1}),
+    (KERNELS, "example::sum_squares", {"x": (3, 4)}, {}),
+    (KERNELS, "example::layer_norm_par", {"x": (3, 5), "w": (5,), "b": (5,)}, {"eps": 1e-5}),
 ]
 
 
@@ -155,6 +159,8 @@ class ShapeRules(unittest.TestCase):
             ("example::avg_pool", (3, 10)): [(3, 5)],     # (10 + 2 * 2 - 2) / 3 + 1
             ("example::concat_rows", (2, 3)): [(6, 3)],
             ("example::top_k", (6,)): [(4,), (4,)],
+            ("example::pool_probe", (8,)): [(1,)],
+            ("example::sum_squares", (3, 4)): [()],
         }
         for lib, name, shapes, attrs in CASES:
             key = (name, shapes.get("x", shapes.get("a")))
@@ -184,7 +190,7 @@ class ShapeRules(unittest.TestCase):
                          "updated_external"} <= covered)
 
     def test_const_dims_and_bad_rules(self):
-        # ConstDim has no op in the example cdylibs: the evaluation on a schema made here.
+        # ConstDim beside another rule: the evaluation on a schema made here.
         from dataclasses import replace
 
         sch = KERNELS.op("example::table_dot").schema

@@ -8,6 +8,8 @@ use customop::prelude::*;
 
 pub use customop_example_kernel_lib::affine;
 
+pub mod parallel;
+
 /// Handler-side counters, read through exported functions by the tests and the sharding
 /// benchmark (one process per XLA job, so they start at zero): how often the instrumented
 /// kernels ran, on how many rows, and (`rms_norm`) for how long. They show that a partitioned

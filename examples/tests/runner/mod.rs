@@ -694,3 +694,40 @@ fn registering_handlers_while_other_threads_compile_is_serialised() {
         }
     }
 }
+
+#[test]
+fn kernels_run_on_the_plugins_thread_pool() {
+    // `customop::parallel` under the runner: the plugin's intra-op pool, more than one of its
+    // threads running a kernel's ranges; a panic in a range is the call's kernel_panic.
+    let probe = |panic_at: i64| {
+        format!(
+            r#"func.func @main(%x: tensor<64xf32>) -> tensor<1xi64> {{
+  %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.pool_probe", backend_config = {{panic_at = {panic_at} : i64}}}} : (tensor<64xf32>) -> tensor<1xi64>
+  return %0 : tensor<1xi64>
+}}"#
+        )
+    };
+    let c = client();
+    let x = HostTensor::vector(&[0.0f32; 64]);
+    let exe = c.compile(&Program::text(&probe(-1)).unwrap()).unwrap();
+    let threads = exe.run(std::slice::from_ref(&x)).unwrap()[0]
+        .to_vec::<i64>()
+        .unwrap()[0];
+    // SAFETY: the example cdylib (already loaded by `client()`), and its probe function's
+    // signature as the kernel crate declares it.
+    let seen = unsafe {
+        let lib = libloading::Library::new(example_kernels()).unwrap();
+        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
+            lib.get(b"example_pool_probe_threads_seen\0").unwrap();
+        f()
+    };
+    println!("parallel: the runner's pool has {threads} threads; {seen} ran the ranges");
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(threads >= 2, "the plugin's pool, not inline: {threads}");
+        assert!(seen >= 2, "{seen}");
+    }
+    let exe = c.compile(&Program::text(&probe(40)).unwrap()).unwrap();
+    let e = exe.run(std::slice::from_ref(&x)).unwrap_err();
+    assert_eq!(e.refusal(), Some(Refusal::KernelPanic), "{e}");
+    assert!(e.to_string().contains("holds index 40"), "{e}");
+}

@@ -145,6 +145,61 @@ pub struct XLA_FFI_Api {
 }
 
 #[repr(C)]
+pub struct XLA_FFI_Error_Destroy_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub error: *mut XLA_FFI_Error,
+}
+
+pub type XLA_FFI_Error_Destroy = unsafe extern "C" fn(args: *mut XLA_FFI_Error_Destroy_Args);
+
+/// `XLA_FFI_Task`: what `XLA_FFI_ThreadPool_Schedule` runs, on one of XLA's threads.
+pub type XLA_FFI_Task = unsafe extern "C" fn(data: *mut c_void);
+
+#[repr(C)]
+pub struct XLA_FFI_ThreadPool_Schedule_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub ctx: *mut c_void,
+    pub task: Option<XLA_FFI_Task>,
+    pub data: *mut c_void,
+}
+
+pub type XLA_FFI_ThreadPool_Schedule =
+    unsafe extern "C" fn(args: *mut XLA_FFI_ThreadPool_Schedule_Args) -> *mut XLA_FFI_Error;
+
+#[repr(C)]
+pub struct XLA_FFI_ThreadPool_NumThreads_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub ctx: *mut c_void,
+    pub num_threads: *mut i64,
+}
+
+pub type XLA_FFI_ThreadPool_NumThreads =
+    unsafe extern "C" fn(args: *mut XLA_FFI_ThreadPool_NumThreads_Args) -> *mut XLA_FFI_Error;
+
+/// `XLA_FFI_Api` from its head up to `XLA_FFI_ThreadPool_NumThreads`: the functions between
+/// are not called, so held as untyped pointers. Read only from a table whose `struct_size`
+/// covers it (XLA appends fields within a major version, never moves them).
+#[repr(C)]
+pub struct XLA_FFI_Api_ThreadPool {
+    pub head: XLA_FFI_Api,
+    pub error_get_details: *const c_void,
+    pub error_destroy: Option<XLA_FFI_Error_Destroy>,
+    pub handler_register: *const c_void,
+    pub stream_get: *const c_void,
+    pub type_register: *const c_void,
+    pub invoke_context_get: *const c_void,
+    pub state_set: *const c_void,
+    pub state_get: *const c_void,
+    pub device_memory_allocate: *const c_void,
+    pub device_memory_free: *const c_void,
+    pub thread_pool_schedule: Option<XLA_FFI_ThreadPool_Schedule>,
+    pub thread_pool_num_threads: Option<XLA_FFI_ThreadPool_NumThreads>,
+}
+
+#[repr(C)]
 pub struct XLA_FFI_CallFrame {
     pub struct_size: usize,
     pub extension_start: *mut XLA_FFI_InternalExtension,

@@ -116,6 +116,9 @@ pub unsafe fn handle(
             return make_error(frame_ref, &e);
         }
     }
+    // XLA's intra-op pool for `customop::parallel`, while the kernel runs (a frame without
+    // one, as eager calls make, keeps the caller's: torch's, or inline).
+    let _pool = crate::parallel::Pool::of_frame(frame_ref).map(crate::parallel::Current::enter);
     let cx = CallCx::new(op, frame_ref);
     let outcome = catch_unwind(AssertUnwindSafe(|| body(&cx)));
     let error = match outcome {

@@ -29,6 +29,12 @@ pub(crate) struct Direct {
     pub list_size: unsafe extern "C" fn(*mut c_void, *mut usize) -> Status,
     pub list_get_item: unsafe extern "C" fn(*mut c_void, usize, *mut u64) -> Status,
     pub delete_list: unsafe extern "C" fn(*mut c_void) -> Status,
+    /// torch's intra-op pool, for `customop::parallel` (None if this libtorch lacks either
+    /// function: kernels then run their ranges inline).
+    pub pool: Option<(
+        crate::parallel::TorchParallelFor,
+        crate::parallel::TorchNumThreads,
+    )>,
 }
 
 /// The functions, resolved once.
@@ -85,8 +91,8 @@ impl Api {
         macro_rules! sym {
             ($name:literal) => {
                 // SAFETY: each symbol is declared above with the signature torch's headers
-                // give it (aoti_torch/c/shim.h of 2.9; stable/c/shim.h of 2.10 for the string
-                // and list functions, looked up only from 2.10 on).
+                // give it (aoti_torch/c/shim.h of 2.9; stable/c/shim.h of 2.10 for the string,
+                // list and parallel functions, looked up only from 2.10 on).
                 *unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|e| {
                     format!("{path} has no `{}` (torch 2.9 to 2.15 have): {e}", $name)
                 })?
@@ -149,6 +155,12 @@ impl Api {
                 list_size: sym!("torch_list_size"),
                 list_get_item: sym!("torch_list_get_item"),
                 delete_list: sym!("torch_delete_list"),
+                // SAFETY: both declared in crate::parallel as stable/c/shim.h (2.10+) gives them.
+                pool: unsafe {
+                    lib.get(b"torch_parallel_for\0")
+                        .and_then(|p| Ok((*p, *lib.get(b"torch_get_num_threads\0")?)))
+                }
+                .ok(),
             })
         } else {
             None

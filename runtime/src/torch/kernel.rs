@@ -446,6 +446,13 @@ pub(crate) unsafe fn run(
                 }
             })
             .collect();
+        // torch's intra-op pool for `customop::parallel` (2.10+; inline on 2.9).
+        let _pool = api.direct.as_ref().and_then(|d| d.pool).map(|(p, n)| {
+            crate::parallel::Current::enter(crate::parallel::Pool::Torch {
+                parallel_for: p,
+                num_threads: n,
+            })
+        });
         // SAFETY: every tensor's data is the live, contiguous memory of a handle held in
         // `owned` (results freshly allocated, writable), with `dims` owned by its view; the
         // attributes point into `attrs` and tensors held alike; all outlive the call.

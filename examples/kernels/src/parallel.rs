@@ -1,0 +1,159 @@
+//! Kernels on the caller's thread pool (`customop::parallel`): a row-parallel layer norm and a
+//! blocked reduction, the same layer norm on one thread for comparison, and a probe that reports
+//! the pool a kernel sees.
+
+use customop::parallel::{num_threads, par_chunks_mut, parallel_for};
+use customop::prelude::*;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
+/// Elements a parallel range should hold at least: below this, scheduling costs more than it
+/// saves.
+const MIN_ELEMENTS_PER_RANGE: usize = 16 * 1024;
+
+/// One row of layer norm: `y = (x - mean) / sqrt(var + eps) * w + b`.
+fn layer_norm_row(x: &[f32], w: &[f32], b: &[f32], eps: f32, y: &mut [f32]) {
+    let n = x.len() as f32;
+    let mean = lanes_sum(x, |v| v) / n;
+    let var = lanes_sum(x, |v| (v - mean) * (v - mean)) / n;
+    let inv = 1.0 / (var + eps).sqrt();
+    for (((o, v), wi), bi) in y.iter_mut().zip(x).zip(w).zip(b) {
+        *o = (v - mean) * inv * wi + bi;
+    }
+}
+
+/// `sum(f(v))` over `xs` in 16 independent lanes, so that the compiler can keep several
+/// vector additions in flight instead of one long chain (a plain `sum()` of f32 must add in
+/// order, one element at a time).
+#[inline(always)]
+fn lanes_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; 16];
+    let chunks = xs.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v);
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().map(|&v| f(v)).sum::<f32>()
+}
+
+fn check_params(
+    op: &str,
+    x: &TensorRef<'_, f32, 2>,
+    w: &TensorRef<'_, f32, 1>,
+    b: &TensorRef<'_, f32, 1>,
+) -> Result<usize, OpError> {
+    let cols = x.dim(1);
+    if w.len() != cols || b.len() != cols {
+        return Err(OpError::invalid_argument(format!(
+            "{op}: rows of {cols} but {} weights and {} biases",
+            w.len(),
+            b.len()
+        )));
+    }
+    Ok(cols)
+}
+
+/// Layer norm over the last axis, rows spread over the caller's pool (XLA's under jit and the
+/// Rust runner, torch's in eager): each range holds at least 16 Ki elements.
+#[custom_op(name = "example::layer_norm_par")]
+pub fn layer_norm_par(
+    x: TensorRef<'_, f32, 2>,
+    w: TensorRef<'_, f32, 1>,
+    b: TensorRef<'_, f32, 1>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+    #[attr] eps: f32,
+) -> Result<(), OpError> {
+    let cols = check_params("layer_norm_par", &x, &w, &b)?;
+    if cols == 0 {
+        return Ok(());
+    }
+    let (xs, ws, bs) = (x.as_slice(), w.as_slice(), b.as_slice());
+    let grain = MIN_ELEMENTS_PER_RANGE.div_ceil(cols);
+    par_chunks_mut(y.as_mut_slice(), cols, grain, |i, row| {
+        layer_norm_row(&xs[i * cols..(i + 1) * cols], ws, bs, eps, row);
+    });
+    Ok(())
+}
+
+/// `layer_norm_par` on one thread: what the benchmark compares it with.
+#[custom_op(name = "example::layer_norm_serial")]
+pub fn layer_norm_serial(
+    x: TensorRef<'_, f32, 2>,
+    w: TensorRef<'_, f32, 1>,
+    b: TensorRef<'_, f32, 1>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+    #[attr] eps: f32,
+) -> Result<(), OpError> {
+    let cols = check_params("layer_norm_serial", &x, &w, &b)?;
+    if cols == 0 {
+        return Ok(());
+    }
+    for (row, out) in x
+        .as_slice()
+        .chunks(cols)
+        .zip(y.as_mut_slice().chunks_mut(cols))
+    {
+        layer_norm_row(row, w.as_slice(), b.as_slice(), eps, out);
+    }
+    Ok(())
+}
+
+/// Elements per block of `sum_squares`: fixed, so the result does not depend on the number of
+/// threads (each block's partial sum is added in block order).
+const BLOCK: usize = 4096;
+
+/// `sum(x^2)` over every element, accumulated in f64: one partial sum per 4 Ki-element block,
+/// computed in parallel, then added in block order (the same result on any pool).
+#[custom_op(name = "example::sum_squares")]
+pub fn sum_squares(
+    x: TensorRef<'_, f32>,
+    #[out(shape = [])] mut total: TensorMut<'_, f64>,
+) -> Result<(), OpError> {
+    let xs = x.as_slice();
+    let mut partial = vec![0.0f64; xs.len().div_ceil(BLOCK)];
+    par_chunks_mut(&mut partial, 1, MIN_ELEMENTS_PER_RANGE / BLOCK, |i, p| {
+        let block = &xs[i * BLOCK..((i + 1) * BLOCK).min(xs.len())];
+        p[0] = block.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    });
+    total.as_mut_slice()[0] = partial.iter().sum();
+    Ok(())
+}
+
+/// The most distinct threads one `pool_probe` call saw running its ranges.
+static MOST_THREADS_SEEN: AtomicI64 = AtomicI64::new(0);
+
+/// The most distinct threads one `pool_probe` call saw running its ranges, for the tests.
+#[unsafe(no_mangle)]
+pub extern "C" fn example_pool_probe_threads_seen() -> i64 {
+    MOST_THREADS_SEEN.load(Relaxed)
+}
+
+/// What the pool looks like from a kernel: `threads[0] = num_threads()`. It also runs
+/// `x.len()` one-element ranges, each waiting ~1 ms so that a pool of more than one thread
+/// shares them, and records how many distinct threads ran them
+/// (`example_pool_probe_threads_seen`). A range containing index `panic_at` (if `>= 0`)
+/// panics, which must reach the caller as the call's `[kernel_panic]`.
+#[custom_op(name = "example::pool_probe")]
+pub fn pool_probe(
+    x: TensorRef<'_, f32, 1>,
+    #[attr] panic_at: i64,
+    #[out(shape = [1])] mut threads: TensorMut<'_, i64>,
+) -> Result<(), OpError> {
+    let seen = Mutex::new(HashSet::new());
+    parallel_for(x.len(), 1, |r| {
+        if let Ok(mut s) = seen.lock() {
+            s.insert(std::thread::current().id());
+        }
+        if panic_at >= 0 && r.contains(&(panic_at as usize)) {
+            panic!("pool_probe: range {r:?} holds index {panic_at}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    });
+    let distinct = seen.lock().map(|s| s.len()).unwrap_or(0);
+    MOST_THREADS_SEEN.fetch_max(distinct as i64, Relaxed);
+    threads.as_mut_slice()[0] = num_threads() as i64;
+    Ok(())
+}
