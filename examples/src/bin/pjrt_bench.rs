@@ -8,6 +8,9 @@
 //!   pjrt_bench --kernels LIB --write DIR             write seed.mlir and chain1000.mlir
 //!   pjrt_bench --kernels LIB --time ITER ROUNDS      print {"seed_us": .., "chain_us": ..}
 //!   pjrt_bench --kernels LIB --first                 create, compile, run the seed once
+//!   pjrt_bench --kernels LIB --parallel ITER ROUNDS  print {"par_us": .., "serial_us": ..}:
+//!                                                    example::layer_norm_par and _serial,
+//!                                                    4096 x 1024 f32
 
 use customop::pjrt::{Client, DeviceDescriptor, DeviceTensor, Executable, HostTensor, Program};
 use customop_example_kernels::Blob;
@@ -125,6 +128,35 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             );
             Ok(())
         }
+        [t, iterations, rounds] if t == "--parallel" => {
+            // The row-parallel layer norm against its single-threaded self, 4096 x 1024 f32,
+            // inputs kept on the device.
+            let (iterations, rounds): (u32, u32) = (iterations.parse()?, rounds.parse()?);
+            let client = Client::cpu(1)?;
+            // SAFETY: `--kernels` names the example kernel cdylib (a customop library).
+            unsafe { client.register_library(lib.as_ref())? };
+            let (rows, cols) = (4096usize, 1024usize);
+            let xs: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 7919) % 1000) as f32 * 1e-3)
+                .collect();
+            let x = client.upload(&HostTensor::from_slice(&[rows as i64, cols as i64], &xs)?)?;
+            let w = client.upload(&HostTensor::vector(&vec![1.5f32; cols]))?;
+            let b = client.upload(&HostTensor::vector(&vec![0.25f32; cols]))?;
+            let mut us = Vec::new();
+            for op in ["layer_norm_par", "layer_norm_serial"] {
+                let exe = client.compile(&Program::text(&layer_norm_text(op, rows, cols))?)?;
+                us.push(time(iterations, rounds, || {
+                    Ok(exe
+                        .inputs()
+                        .arg_placed(&x)?
+                        .arg_placed(&w)?
+                        .arg_placed(&b)?
+                        .run()?)
+                })?);
+            }
+            println!("{{\"par_us\": {:.3}, \"serial_us\": {:.3}}}", us[0], us[1]);
+            Ok(())
+        }
         [t, iterations] if t == "--seed-only" => {
             // For profiling the seed's execution alone.
             let client = Client::cpu(1)?;
@@ -139,6 +171,21 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             "usage: pjrt_bench --kernels LIB (--write DIR | --time ITER ROUNDS | --first)".into(),
         ),
     }
+}
+
+/// A program of one `example::<op>(x, w, b, eps = 1e-5)` call on `rows x cols` f32 that returns
+/// the result's first row: the kernel's time, not a 16 MB copy to the host, is what is timed.
+fn layer_norm_text(op: &str, rows: usize, cols: usize) -> String {
+    let x = format!("tensor<{rows}x{cols}xf32>");
+    let v = format!("tensor<{cols}xf32>");
+    let r = format!("tensor<1x{cols}xf32>");
+    format!(
+        r#"func.func @main(%x: {x}, %w: {v}, %b: {v}) -> {r} {{
+  %0 = "stablehlo.custom_call"(%x, %w, %b) {{api_version = 4 : i32, call_target_name = "example.{op}", backend_config = {{eps = 9.99999974E-6 : f32}}}} : ({x}, {v}, {v}) -> {x}
+  %1 = "stablehlo.slice"(%0) {{start_indices = array<i64: 0, 0>, limit_indices = array<i64: 1, {cols}>, strides = array<i64: 1, 1>}} : ({x}) -> {r}
+  return %1 : {r}
+}}"#
+    )
 }
 
 fn main() -> ExitCode {
