@@ -66,6 +66,8 @@ PROGRAM = textwrap.dedent("""
     scaled, seeded = model(xs, ws, blob)
     scaled, seeded = (multihost_utils.process_allgather(a, tiled=True) if n_proc > 1 else a
                       for a in (scaled, seeded))
+    # Every device's calls have run before the probe is read (dispatch is asynchronous).
+    scaled, seeded = jax.block_until_ready((scaled, seeded))
     print(json.dumps({"pid": pid, "devices": len(jax.devices()),
                       "local": len(jax.local_devices()),
                       "probe": [probe[n]() for n in ("calls", "rows", "max_rows")],
