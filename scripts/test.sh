@@ -55,6 +55,13 @@ for b in $bins; do
   valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 2>&1 | grep -E '^(test result|==[0-9]+==)'
   echo "$b: valgrind memcheck, 0 errors"
 done
+# customop::parallel's unit tests (fabricated XLA and torch pools: tasks on other threads, late
+# tasks, refusals, panics), in the runtime's unit-test binary without MLIR.
+b=$(cargo test --locked -p customop --no-default-features --lib --no-run 2>&1 |
+  sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p')
+[ -n "$b" ] || { echo "no runtime unit-test binary to run under valgrind" >&2; exit 1; }
+valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 parallel:: 2>&1 | grep -E '^(test result|==[0-9]+==)'
+echo "$b parallel::: valgrind memcheck, 0 errors"
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
