@@ -5,26 +5,17 @@ each the median of 7 rounds of 50 calls after a warm-up. Run by `run.sh --parall
 newest torch's venv.
 """
 import os
-import statistics
-import time
 
 import torch
 
 import customop.torch as ct
+import torch_eager  # benches/compare, this script's folder
 
 ROUNDS, CALLS = 7, 50
 
 
 def per_call(f):
-    for _ in range(10):
-        f()
-    times = []
-    for _ in range(ROUNDS):
-        t = time.perf_counter()
-        for _ in range(CALLS):
-            f()
-        times.append((time.perf_counter() - t) / CALLS * 1e6)
-    return statistics.median(times)
+    return torch_eager.per_call(f, ROUNDS, CALLS, warmup=10)
 
 
 def main():
