@@ -121,6 +121,7 @@ unset TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool's threads, a panic in a range" tests/xla/test_parallel.py
+py_tests "#[state] built once per call site at XLA's instantiate stage; a constructor error is bad_state" tests/xla/test_state.py
 py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 # The same JAX tests on the oldest jax.
@@ -128,6 +129,7 @@ export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__vers
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
 py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
 py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
+py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$JAX_OLDEST_PYTHON"
 py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
 unset TORCH_TAG
 # Installing customop as the book says (ranges, not pins) changes nothing in a venv that has

@@ -507,6 +507,8 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::tap_rows",
             "example::top_k",
             "example::unlucky",
+            "example::windowed",
+            "example::windowed_rebuild",
             "example_lib::affine",
             "my_custom_library::custom_op_external",
         ]

@@ -16,6 +16,13 @@ from .manifest import Layout, Manifest, OpEntry, PartitionRule
 __all__ = ["KernelLibrary"]
 
 
+def stages(capsule):
+    """The handler bundle to register with jax (`jax.ffi.register_ffi_target`): the same
+    handler for XLA's instantiate stage, where an op with `#[state]` builds it once per call
+    site (every other op does nothing there), and for execution."""
+    return {"instantiate": capsule, "execute": capsule}
+
+
 class KernelLibrary:
     """A customop cdylib: its manifest (parsed once, `manifest.Manifest`), handlers and
     descriptor layouts."""

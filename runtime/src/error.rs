@@ -151,6 +151,8 @@ pub enum Refusal {
     KernelError,
     /// The kernel panicked.
     KernelPanic,
+    /// The op's `#[state]` could not be built (its constructor's error).
+    BadState,
 }
 
 impl Refusal {
@@ -167,7 +169,7 @@ impl Refusal {
     }
 
     /// Every refusal, in declaration order.
-    pub const ALL: [Refusal; 21] = [
+    pub const ALL: [Refusal; 22] = [
         Refusal::BadFrame,
         Refusal::WrongCount,
         Refusal::NoSuchBuffer,
@@ -189,6 +191,7 @@ impl Refusal {
         Refusal::BadBinding,
         Refusal::KernelError,
         Refusal::KernelPanic,
+        Refusal::BadState,
     ];
 
     /// The stable snake_case code, as in the messages.
@@ -215,6 +218,7 @@ impl Refusal {
             Refusal::BadBinding => "bad_binding",
             Refusal::KernelError => "kernel_error",
             Refusal::KernelPanic => "kernel_panic",
+            Refusal::BadState => "bad_state",
         }
     }
 }

@@ -27,6 +27,12 @@ pub mod lower;
 #[cfg(feature = "pjrt")]
 pub mod pjrt;
 
+/// State built once per call site: the type of an op's `#[state]` parameter implements
+/// [`OpState`](state::OpState). See the book's "External arguments and state".
+pub mod state {
+    pub use crate::ffi::state::{OpState, StateAttrs, StateRef};
+}
+
 /// The types an op's `#[attr]` parameters can have: [`AttrValue`](attr::AttrValue) by value
 /// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
 /// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).
@@ -64,6 +70,7 @@ pub use customop_macros::Descriptor;
 pub mod prelude {
     pub use crate::descriptor::{Descriptor, DescriptorError};
     pub use crate::error::OpError;
+    pub use crate::ffi::state::{OpState, StateAttrs};
     pub use crate::tensor::{Opaque, TensorMut, TensorRef};
     pub use crate::types::{ElementType, TensorType};
     pub use customop_macros::{Descriptor, custom_op};
@@ -117,7 +124,7 @@ pub mod __private {
     pub mod ffi {
         pub use crate::ffi::{
             ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, IntegerAttr, Unpacked,
-            abi, handle, run,
+            abi, handle, run, run_stateful,
         };
     }
     #[cfg(feature = "mlir")]
@@ -128,6 +135,7 @@ pub mod __private {
     pub use crate::records::*;
     pub use crate::registry::OpEntry;
     pub use crate::schema;
+    pub use crate::state;
     pub use crate::tensor;
     pub use crate::torch::{TorchKernels, torch_kernel};
     pub use crate::types;

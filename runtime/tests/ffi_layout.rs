@@ -151,7 +151,50 @@ fn rust_layout() -> BTreeMap<String, usize> {
             num_threads
         }
     );
+    layout!(
+        m,
+        XLA_FFI_TypeInfo {
+            struct_size,
+            extension_start,
+            deleter
+        }
+    );
+    layout!(
+        m,
+        XLA_FFI_Type_Register_Args {
+            struct_size,
+            extension_start,
+            name,
+            type_id,
+            type_info
+        }
+    );
+    // Set and Get share one layout: both are compared with the header.
+    let mut state = BTreeMap::new();
+    layout!(
+        state,
+        XLA_FFI_State_Args {
+            struct_size,
+            extension_start,
+            ctx,
+            stage,
+            type_id,
+            state
+        }
+    );
+    for (k, v) in state {
+        m.insert(k.replace("XLA_FFI_State_Args", "XLA_FFI_State_Set_Args"), v);
+        m.insert(k.replace("XLA_FFI_State_Args", "XLA_FFI_State_Get_Args"), v);
+    }
     for (field, offset) in [
+        (
+            "XLA_FFI_Type_Register",
+            offset_of!(XLA_FFI_Api_ThreadPool, type_register),
+        ),
+        (
+            "XLA_FFI_State_Set",
+            offset_of!(XLA_FFI_Api_ThreadPool, state_set),
+        ),
         (
             "XLA_FFI_Error_Destroy",
             offset_of!(XLA_FFI_Api_ThreadPool, error_destroy),

@@ -93,6 +93,30 @@ class Eager(unittest.TestCase):
         self.assertIn("example::checked_sqrt has no gradient", str(cm.exception))
 
 
+class StateOncePerAttributes(unittest.TestCase):
+    """`#[state]` in torch eager: one state per (op, attribute values) in the process, built on
+    the first call and shared by every later one; a constructor error is `[bad_state]`."""
+
+    def test_built_once_for_1000_calls(self):
+        import ctypes
+        builds = ctypes.CDLL(os.environ["CUSTOMOP_KERNELS"]).example_state_builds
+        builds.restype = ctypes.c_int64
+        x = torch.linspace(-2, 2, 12)
+        before = builds()
+        for _ in range(1000):
+            y = ops.example.windowed(x, n=13)
+        self.assertEqual(builds() - before, 1)
+        i = torch.arange(13, dtype=torch.float64)
+        hann = (0.5 - 0.5 * torch.cos(2 * torch.pi * i / 12)).float()
+        torch.testing.assert_close(y, x * hann[:12], rtol=1e-6, atol=1e-7)
+        ops.example.windowed(x, n=14)
+        self.assertEqual(builds() - before, 2, "other attribute values, another state")
+
+    def test_a_constructor_error_is_bad_state(self):
+        with self.assertRaisesRegex(RuntimeError, r"\[bad_state\].*at least one tap, got n = 0"):
+            ops.example.windowed(torch.ones(3), n=0)
+
+
 class EagerErrors(unittest.TestCase):
     def test_kernel_error(self):
         with self.assertRaises(ct.KernelError) as cm:

@@ -131,6 +131,8 @@ def calls(lib: Any) -> list[Call]:
         Call("example::table_dot_copy", [table, x23], batched=(1,)),
         Call("example::top_k", [x46[0].copy()], {"k": 2}, batched=(0,)),
         Call("example::unlucky", [x23], batched=(0,)),
+        Call("example::windowed", [x23], {"n": 4}, batched=(0,)),
+        Call("example::windowed_rebuild", [x23], {"n": 4}, batched=(0,)),
         Call("example_lib::affine", [x23], {"factor": 1.5, "label": "l", "offsets": [1, -2],
                                             "flag": True, "small": 3}, batched=(0,)),
         Call("my_custom_library::custom_op_external", [blob, x23.reshape(3, 2).copy()],

@@ -87,6 +87,8 @@ CASES = [
     (KERNELS, "example::pool_probe", {"x": (8,)}, {"panic_at": -1}),
     (KERNELS, "example::sum_squares", {"x": (3, 4)}, {}),
     (KERNELS, "example::layer_norm_par", {"x": (3, 5), "w": (5,), "b": (5,)}, {"eps": 1e-5}),
+    # A `#[state]` parameter is not an operand.
+    (KERNELS, "example::windowed", {"x": (2, 3)}, {"n": 4}),
 ]
 
 

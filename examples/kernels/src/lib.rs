@@ -9,6 +9,7 @@ use customop::prelude::*;
 pub use customop_example_kernel_lib::affine;
 
 pub mod parallel;
+pub mod state;
 
 /// Handler-side counters, read through exported functions by the tests and the sharding
 /// benchmark (one process per XLA job, so they start at zero): how often the instrumented

@@ -534,6 +534,31 @@ fn string_and_array_attributes() {
 }
 
 #[test]
+fn a_state_that_cannot_be_built_is_bad_state() {
+    // A fabricated frame has no XLA state functions: the state comes from the process cache,
+    // built on this call, and its constructor's error is the refusal.
+    let h: Handler = k::state::windowed::customop_handler_example_windowed;
+    let frame = |n: i64| {
+        Frame::new(vec![f32s(&[3], &[1.0; 3])], vec![f32s(&[3], &[0.0; 3])])
+            .attr("n", AttrValue::Scalar(S64, n.to_le_bytes().to_vec()))
+    };
+    refused(
+        frame(0),
+        h,
+        Refusal::BadState,
+        "at least one tap, got n = 0",
+    );
+    let mut f = frame(3);
+    assert!(f.call(h).is_ok());
+    // Hann of 3 taps: 0, 1, 0.
+    let want: Vec<u8> = [0.0f32, 1.0, 0.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(f.rets[0].bytes.get(), &want[..]);
+}
+
+#[test]
 fn kernel_errors_and_panics() {
     let h: Handler = k::checked_sqrt::customop_handler_example_checked_sqrt;
     let f = Frame::new(vec![f32s(&[1], &[-4.0])], vec![f32s(&[1], &[0.0])]);

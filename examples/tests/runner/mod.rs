@@ -731,3 +731,49 @@ fn kernels_run_on_the_plugins_thread_pool() {
     assert_eq!(e.refusal(), Some(Refusal::KernelPanic), "{e}");
     assert!(e.to_string().contains("holds index 40"), "{e}");
 }
+
+#[test]
+fn state_is_built_once_per_attribute_values_through_the_runner() {
+    // The plugin registers handlers for execution only (its FFI extension has no instantiate
+    // stage), so `#[state]` comes from the process cache: once per attribute values.
+    let program = |n: i64| {
+        format!(
+            r#"func.func @main(%x: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {{
+  %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
+  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
+  return %0, %1 : tensor<6xf32>, tensor<6xf32>
+}}"#
+        )
+    };
+    // SAFETY: the example cdylib (loaded by `client()`), and its counter's signature as the
+    // kernel crate declares it.
+    let builds = || unsafe {
+        let lib = libloading::Library::new(example_kernels()).unwrap();
+        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
+            lib.get(b"example_state_builds\0").unwrap();
+        f()
+    };
+    let c = client();
+    let exe = c.compile(&Program::text(&program(17)).unwrap()).unwrap();
+    let x = HostTensor::vector(&[1.0f32; 6]);
+    let before = builds();
+    let mut out = Vec::new();
+    for _ in 0..1000 {
+        out = exe.run(std::slice::from_ref(&x)).unwrap();
+    }
+    assert_eq!(
+        builds() - before,
+        1,
+        "one state for both call sites and 1,000 runs"
+    );
+    let hann: Vec<f32> = (0..6)
+        .map(|i| (0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / 16.0).cos()) as f32)
+        .collect();
+    let y = out[0].to_vec::<f32>().unwrap();
+    for (a, b) in y.iter().zip(&hann) {
+        assert!((a - b).abs() < 1e-6, "{y:?} vs {hann:?}");
+    }
+    let exe = c.compile(&Program::text(&program(0)).unwrap()).unwrap();
+    let e = exe.run(std::slice::from_ref(&x)).unwrap_err();
+    assert_eq!(e.refusal(), Some(Refusal::BadState), "{e}");
+}

@@ -65,10 +65,19 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         ));
     }
 
+    let mut state_seen = false;
     for p in &op.params {
         match &p.kind {
             Kind::Invalid(span, message, _) => cx.syn_error(syn::Error::new(*span, message)),
             Kind::Tensor { .. } => {}
+            Kind::State { inner } => {
+                if std::mem::replace(&mut state_seen, true) {
+                    cx.error_spanned_by(
+                        inner,
+                        "an op has one `#[state]` parameter: put what it needs in one type",
+                    );
+                }
+            }
             Kind::Output {
                 rank,
                 shape,
@@ -176,7 +185,7 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                 );
                 continue;
             }
-            Some(Kind::Attr(_) | Kind::Invalid(..)) => {
+            Some(Kind::Attr(_) | Kind::State { .. } | Kind::Invalid(..)) => {
                 cx.error_spanned_by(
                     &entry.param,
                     format!("`{}` is not a tensor input", entry.param),
@@ -403,6 +412,7 @@ fn facts(op: &Op<'_>, name: &syn::Ident) -> Facts {
         Some(Kind::Attr(AttrKind::Ref(_))) => Facts::Other("a string or descriptor attribute"),
         Some(Kind::External { .. }) => Facts::Other("an external"),
         Some(Kind::Output { .. }) => Facts::Other("an output"),
+        Some(Kind::State { .. }) => Facts::Other("a state"),
         Some(Kind::Invalid(..)) => Facts::Other("a parameter customop cannot take"),
     }
 }

@@ -77,6 +77,10 @@ pub(crate) enum Kind<'a> {
         /// `#[external(borrow)]`: bound as `&T` into XLA's buffer (`T: ReprC`).
         borrow: bool,
     },
+    /// `#[state] s: &T`: built once per call site from the attributes (`T: OpState`).
+    State {
+        inner: &'a syn::Type,
+    },
     /// Something `check` will refuse, with the span and message, and what it is meant to be.
     Invalid(Span, String, Intent),
 }
@@ -354,17 +358,35 @@ fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
 }
 
 fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
-    let marks = [pa.external.is_some(), pa.attr.is_some(), pa.out.is_some()];
+    let marks = [
+        pa.external.is_some(),
+        pa.attr.is_some(),
+        pa.state.is_some(),
+        pa.out.is_some(),
+    ];
     if marks.iter().filter(|m| **m).count() > 1 {
         let span = pa
             .attr
+            .or(pa.state)
             .or(pa.out.as_ref().map(|o| o.0))
             .unwrap_or_else(|| ty.span());
         return invalid(
             span,
-            "a parameter is one of: a tensor, `#[external]`, `#[attr]` or `#[out]`, not several"
+            "a parameter is one of: a tensor, `#[external]`, `#[attr]`, `#[state]` or `#[out]`, \
+             not several"
                 .into(),
         );
+    }
+    if pa.state.is_some() {
+        return match ty {
+            syn::Type::Reference(r) if r.mutability.is_none() => Kind::State { inner: &r.elem },
+            other => invalid(
+                other.span(),
+                "a `#[state]` parameter is `&T` with `T: OpState`: built once per call site and \
+                 shared by its calls, so never `&mut`"
+                    .into(),
+            ),
+        };
     }
     if pa.external.is_some() {
         return match ty {

@@ -245,15 +245,17 @@ pub(crate) struct ParamAttrs {
     /// `#[external(borrow)]`: read in place.
     pub(crate) borrow: bool,
     pub(crate) attr: Option<Span>,
+    /// `#[state]`: built once per call site from the attributes.
+    pub(crate) state: Option<Span>,
     /// `#[out(...)]`: its span and the `shape = ...` expression, if given.
     pub(crate) out: Option<(Span, Option<syn::Expr>)>,
     /// `shape = ...` is written, maybe with a value that failed to parse (already reported).
     pub(crate) shape_written: bool,
 }
 
-const PARAM_ATTRS: &[&str] = &["external", "attr", "out"];
+const PARAM_ATTRS: &[&str] = &["external", "attr", "state", "out"];
 
-/// Takes `#[external]`, `#[attr]` and `#[out(...)]` off the parameters (even when they fail to
+/// Takes `#[external]`, `#[attr]`, `#[state]` and `#[out(...)]` off the parameters (even when they fail to
 /// parse, with the error recorded) and returns the function to re-emit and the attributes.
 pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Vec<ParamAttrs>) {
     let mut sig = item.sig.clone();
@@ -288,6 +290,7 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                     pa.external.replace(span).is_some()
                 }
                 "attr" => pa.attr.replace(span).is_some(),
+                "state" => pa.state.replace(span).is_some(),
                 _ => {
                     let mut shape = Attr::none("`out` option", "shape");
                     if !matches!(a.meta, syn::Meta::Path(_)) {
@@ -311,7 +314,7 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
             if seen {
                 cx.error_spanned_by(a, format!("duplicate `#[{name}]`"));
             } else if let syn::Meta::List(_) | syn::Meta::NameValue(_) = a.meta
-                && *name == "attr"
+                && (*name == "attr" || *name == "state")
             {
                 cx.error_spanned_by(a, format!("`#[{name}]` takes no arguments"));
             }

@@ -17,6 +17,7 @@ import torch
 from ..annotate import (ExportError, find_main, record_external, set_arg_attrs, set_signature,
                         trace_external, walk)
 from ..crosscheck import cross_check
+from ..library import stages
 from ..manifest import ExternalParam, OpSchema, numpy_dtype
 from .library import TorchLibrary
 
@@ -146,7 +147,7 @@ def _register_with_jax(lib: TorchLibrary) -> None:
     if lib.path in _REGISTERED_WITH_JAX:
         return
     for op in lib.library.entries():
-        jax.ffi.register_ffi_target(op.target, jax.ffi.pycapsule(lib.library.handler(op.name)),
+        jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(lib.library.handler(op.name))),
                                     platform="cpu", api_version=1)
     _REGISTERED_WITH_JAX.add(lib.path)
 

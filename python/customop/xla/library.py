@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..library import KernelLibrary
+from ..library import KernelLibrary, stages
 from .ops import Ops, call_op
 
 __all__ = ["Library"]
@@ -73,5 +73,5 @@ class Library(KernelLibrary):
 
         for op in self.manifest.ops:
             fn = getattr(self.cdll, op.handler_symbol)
-            jax.ffi.register_ffi_target(op.target, jax.ffi.pycapsule(fn),
+            jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(fn)),
                                         platform=platform, api_version=1)

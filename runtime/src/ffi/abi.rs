@@ -189,15 +189,56 @@ pub struct XLA_FFI_Api_ThreadPool {
     pub error_destroy: Option<XLA_FFI_Error_Destroy>,
     pub handler_register: *const c_void,
     pub stream_get: *const c_void,
-    pub type_register: *const c_void,
+    pub type_register: Option<XLA_FFI_Type_Register>,
     pub invoke_context_get: *const c_void,
-    pub state_set: *const c_void,
-    pub state_get: *const c_void,
+    pub state_set: Option<XLA_FFI_State_Set>,
+    pub state_get: Option<XLA_FFI_State_Get>,
     pub device_memory_allocate: *const c_void,
     pub device_memory_free: *const c_void,
     pub thread_pool_schedule: Option<XLA_FFI_ThreadPool_Schedule>,
     pub thread_pool_num_threads: Option<XLA_FFI_ThreadPool_NumThreads>,
 }
+
+/// `XLA_FFI_TypeInfo`: how XLA destroys a state object it holds.
+#[repr(C)]
+pub struct XLA_FFI_TypeInfo {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub deleter: Option<unsafe extern "C" fn(object: *mut c_void)>,
+}
+
+#[repr(C)]
+pub struct XLA_FFI_Type_Register_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub name: XLA_FFI_ByteSpan,
+    /// In: 0 (XLA assigns one); out: the type's id.
+    pub type_id: *mut XLA_FFI_TypeId,
+    pub type_info: *const XLA_FFI_TypeInfo,
+}
+
+pub type XLA_FFI_Type_Register =
+    unsafe extern "C" fn(args: *mut XLA_FFI_Type_Register_Args) -> *mut XLA_FFI_Error;
+
+/// `XLA_FFI_State_Set_Args` and `XLA_FFI_State_Get_Args` (one layout) of FFI API 0.3 and
+/// later; 0.2 had no `stage`.
+#[repr(C)]
+pub struct XLA_FFI_State_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub ctx: *mut c_void,
+    pub stage: i32,
+    pub type_id: *mut XLA_FFI_TypeId,
+    /// Set: the object XLA takes; Get: out, the object.
+    pub state: *mut c_void,
+}
+
+pub type XLA_FFI_State_Set =
+    unsafe extern "C" fn(args: *mut XLA_FFI_State_Args) -> *mut XLA_FFI_Error;
+pub type XLA_FFI_State_Get =
+    unsafe extern "C" fn(args: *mut XLA_FFI_State_Args) -> *mut XLA_FFI_Error;
+
+pub const XLA_FFI_EXECUTION_STAGE_INSTANTIATE: i32 = 0;
 
 #[repr(C)]
 pub struct XLA_FFI_CallFrame {

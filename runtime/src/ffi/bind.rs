@@ -4,6 +4,7 @@
 //! is and what shape each output must have.
 
 use super::frame::{element_name, op_err};
+use super::state::{OpState, StateRef};
 use super::{AttrRef, AttrValue, CallCx, handle};
 use crate::descriptor::{Descriptor, ReprC};
 use crate::error::{OpError, Refusal};
@@ -63,6 +64,34 @@ pub unsafe fn run(
     };
     // SAFETY: the caller's contract, passed on.
     unsafe { handle(frame, op, body) }
+}
+
+/// [`run`] for an op with an `#[state]` parameter of type `T`: at XLA's instantiate stage the
+/// state is built from the call site's attributes and handed to XLA.
+///
+/// # Safety
+/// As for [`run`].
+#[inline]
+pub unsafe fn run_stateful<T: OpState>(
+    frame: *mut super::abi::XLA_FFI_CallFrame,
+    def: &'static OpDef,
+    body: impl FnOnce(&Binder<'_, '_>) -> Result<(), OpError>,
+) -> *mut super::abi::XLA_FFI_Error {
+    let schema = def.schema();
+    let op: &'static str = &schema.name;
+    let body = |cx: &CallCx<'_>| {
+        let plan = def.plan().map_err(|e| op_err(op, Refusal::BadBinding, e))?;
+        cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
+        body(&Binder {
+            cx,
+            schema,
+            plan,
+            param: Cell::new(0),
+            result: Cell::new(0),
+        })
+    };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { super::entry::handle_stages(frame, op, Some(super::state::instantiate::<T>), body) }
 }
 
 /// What a generated handler binds a parameter as.
@@ -241,6 +270,11 @@ impl<'c, 'f> Binder<'c, 'f> {
                 })
             },
         )
+    }
+
+    /// The op's `#[state]`: XLA's for this call site, or the process cache's.
+    pub fn state<T: OpState>(&self) -> Result<StateRef<'f, T>, OpError> {
+        super::state::get::<T>(self.cx)
     }
 
     /// Ends the call: takes the kernel's result, and for an `Opaque<T>` writes `T`'s packed

@@ -46,6 +46,23 @@ pub unsafe fn handle(
     op: &'static str,
     body: impl FnOnce(&CallCx<'_>) -> Result<(), OpError>,
 ) -> *mut XLA_FFI_Error {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { handle_stages(frame, op, None, body) }
+}
+
+/// A stage-zero hook: what an op with state does at XLA's instantiate stage.
+pub type Instantiate = fn(&CallCx<'_>) -> Result<(), OpError>;
+
+/// [`handle`], and at XLA's instantiate stage `instantiate` (an error fails XLA's compile).
+///
+/// # Safety
+/// As for [`handle`].
+pub(crate) unsafe fn handle_stages(
+    frame: *mut XLA_FFI_CallFrame,
+    op: &'static str,
+    instantiate: Option<Instantiate>,
+    body: impl FnOnce(&CallCx<'_>) -> Result<(), OpError>,
+) -> *mut XLA_FFI_Error {
     if frame.is_null() {
         return core::ptr::null_mut();
     }
@@ -68,9 +85,6 @@ pub unsafe fn handle(
             return core::ptr::null_mut();
         }
         ext = e.next;
-    }
-    if frame_ref.stage != XLA_FFI_EXECUTION_STAGE_EXECUTE {
-        return core::ptr::null_mut();
     }
     if !frame_ref.api.is_null() {
         // SAFETY: a non-null `api` points at XLA's API table; its header (size, extensions,
@@ -116,11 +130,20 @@ pub unsafe fn handle(
             return make_error(frame_ref, &e);
         }
     }
-    // XLA's intra-op pool for `customop::parallel`, while the kernel runs (a frame without
-    // one, as eager calls make, keeps the caller's: torch's, or inline).
-    let _pool = crate::parallel::Pool::of_frame(frame_ref).map(crate::parallel::Current::enter);
     let cx = CallCx::new(op, frame_ref);
-    let outcome = catch_unwind(AssertUnwindSafe(|| body(&cx)));
+    let outcome = match (frame_ref.stage, instantiate) {
+        (XLA_FFI_EXECUTION_STAGE_EXECUTE, _) => {
+            // XLA's intra-op pool for `customop::parallel`, while the kernel runs (a frame
+            // without one, as eager calls make, keeps the caller's: torch's, or inline).
+            let _pool =
+                crate::parallel::Pool::of_frame(frame_ref).map(crate::parallel::Current::enter);
+            catch_unwind(AssertUnwindSafe(|| body(&cx)))
+        }
+        (XLA_FFI_EXECUTION_STAGE_INSTANTIATE, Some(init)) => {
+            catch_unwind(AssertUnwindSafe(|| init(&cx)))
+        }
+        _ => return core::ptr::null_mut(),
+    };
     let error = match outcome {
         Ok(Ok(())) => return core::ptr::null_mut(),
         Ok(Err(e)) if e.refusal().is_some() => e,

@@ -12,8 +12,9 @@ mod bind;
 pub(crate) mod eager;
 mod entry;
 mod frame;
+pub mod state;
 
 pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
-pub use bind::{Binder, run};
+pub use bind::{Binder, run, run_stateful};
 pub use entry::handle;
 pub use frame::{CallCx, NotBool};

@@ -57,6 +57,10 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
                 binds.push(quote_spanned!(at=> let #id = __b.attr_ref::<#t>()?;));
                 call_args.push(quote!(&*#id));
             }
+            Kind::State { inner } => {
+                binds.push(quote_spanned!(at=> let #id = __b.state::<#inner>()?;));
+                call_args.push(quote!(&*#id));
+            }
             Kind::Invalid(..) => {}
         }
     }
@@ -90,6 +94,15 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             ::core::result::Result::Ok(())
         },
     );
+    // An op with state also builds it at XLA's instantiate stage.
+    let state = op.params.iter().find_map(|prm| match &prm.kind {
+        Kind::State { inner } => Some(*inner),
+        _ => None,
+    });
+    let run = match state {
+        Some(t) => quote!(#ffi::run_stateful::<#t>),
+        None => quote!(#ffi::run),
+    };
     quote! {
         #[doc = #doc]
         #[unsafe(no_mangle)]
@@ -99,7 +112,7 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             // SAFETY: this function's contract: `frame` is null (which `run` refuses) or a call
             // frame valid for the duration of the call.
             unsafe {
-                #ffi::run(frame, definition(), |__b| { #body })
+                #run(frame, definition(), |__b| { #body })
             }
         }
     }

@@ -38,7 +38,7 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
             Kind::Invalid(_, _, Intent::Argument) => {
                 args.push(quote!(_: impl ::core::marker::Sized));
             }
-            Kind::Output { .. } | Kind::Invalid(..) => {}
+            Kind::Output { .. } | Kind::State { .. } | Kind::Invalid(..) => {}
         }
     }
     let ty_of = |r: &Res<'_>| match r {

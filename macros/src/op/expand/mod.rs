@@ -247,6 +247,9 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::Attr(AttrKind::Ref(t)) => {
                 out.push(bound(t, quote!(#p::ffi::AttrRef<'__f>)));
             }
+            Kind::State { inner } => {
+                out.push(bound(inner, quote!(#p::state::OpState)));
+            }
             Kind::Invalid(..) => {}
         }
     }

@@ -80,7 +80,7 @@ pub(super) fn expand_schema(
                 let ty = quote_spanned!(t.span()=> <#t as #p::ffi::AttrRef<'static>>::attr_type());
                 quote!(#p::attr_param(#pname, #ty))
             }
-            Kind::Output { .. } | Kind::Invalid(..) => return None,
+            Kind::Output { .. } | Kind::State { .. } | Kind::Invalid(..) => return None,
         })
     });
     let res = results.iter().map(|r| match r {

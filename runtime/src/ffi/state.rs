@@ -1,0 +1,361 @@
+//! State built once per call site: a kernel's `#[state] s: &T` parameter, `T: OpState`, built
+//! from the op's attributes.
+//!
+//! - Under jaxlib (XLA FFI API 0.3 and later, handlers registered for the instantiate stage too),
+//!   `T` is built at XLA's INSTANTIATE stage, once per custom call in each compiled executable,
+//!   handed to XLA (`XLA_FFI_State_Set`, with a deleter XLA runs when the executable is
+//!   destroyed) and read back at each execution (`XLA_FFI_State_Get`).
+//! - Everywhere else (torch eager, the Python path, the Rust runner's PJRT plugin, which
+//!   registers handlers for execution only, a fabricated frame), `T` comes from a process-wide
+//!   cache keyed by the op, `T` and the call's attribute values: built on the first call with
+//!   those values, shared by every later one.
+//!
+//! A constructor's error is the call's `[bad_state]` refusal (at XLA's instantiate stage it
+//! fails the compilation).
+
+use super::abi::*;
+use super::frame::{CallCx, op_err};
+use super::{AttrRef, AttrValue};
+use crate::error::{OpError, Refusal};
+use crate::types::ElementType;
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// State a kernel builds once per call site from its op's attributes: the type of an
+/// `#[state]` parameter (`#[state] table: &T`).
+pub trait OpState: Send + Sync + Sized + 'static {
+    /// Builds the state from the op's attributes (`attrs.get::<i64>("n")`); an error is the
+    /// call's `[bad_state]` refusal.
+    fn build(attrs: &StateAttrs<'_, '_>) -> Result<Self, OpError>;
+}
+
+/// The attributes of the call site a state is built for.
+#[derive(Debug)]
+pub struct StateAttrs<'c, 'f> {
+    cx: &'c CallCx<'f>,
+}
+
+impl<'f> StateAttrs<'_, 'f> {
+    /// The attribute `name` by value (a scalar, `bool`, or `&[T]`), checked as the kernel's
+    /// own `#[attr]` parameters are.
+    pub fn get<V: AttrValue<'f>>(&self, name: &str) -> Result<V, OpError> {
+        V::decode(self.cx, name)
+    }
+
+    /// The attribute `name` by reference (`&str`, or a descriptor's value).
+    pub fn get_ref<V: AttrRef<'f> + ?Sized>(&self, name: &str) -> Result<V::Decoded, OpError> {
+        V::decode(self.cx, name)
+    }
+
+    /// The op's name.
+    pub fn op(&self) -> &'static str {
+        self.cx.op
+    }
+}
+
+/// What a kernel's `#[state]` parameter borrows: the state XLA holds for this call site, or
+/// the shared one of the process cache.
+#[derive(Debug)]
+pub enum StateRef<'f, T> {
+    /// Held by XLA for the executable.
+    Xla(&'f T),
+    /// From the process cache.
+    Shared(Arc<T>),
+}
+
+impl<T> core::ops::Deref for StateRef<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            StateRef::Xla(t) => t,
+            StateRef::Shared(t) => t,
+        }
+    }
+}
+
+/// Builds `T` for the call `cx`, its error named as the `[bad_state]` refusal.
+fn build<T: OpState>(cx: &CallCx<'_>) -> Result<T, OpError> {
+    T::build(&StateAttrs { cx }).map_err(|e| {
+        if e.refusal().is_some() {
+            e
+        } else {
+            op_err(
+                cx.op,
+                Refusal::BadState,
+                format!("building its state failed: {}", e.message()),
+            )
+            .with_code(e.code())
+        }
+    })
+}
+
+fn lock<T>(m: &'static OnceLock<Mutex<T>>, init: fn() -> T) -> MutexGuard<'static, T> {
+    m.get_or_init(|| Mutex::new(init()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The process cache: (op, state type, attribute values) to the state.
+type Cache = HashMap<(&'static str, TypeId, Vec<u8>), Arc<dyn Any + Send + Sync>>;
+static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+/// Type ids XLA gave each state type, per XLA API table (jaxlib and a PJRT plugin each have
+/// their own registry).
+static TYPE_IDS: OnceLock<Mutex<HashMap<(usize, TypeId), i64>>> = OnceLock::new();
+/// (API table, op) pairs whose call sites XLA instantiated: their executions ask XLA.
+static INSTANTIATED: OnceLock<Mutex<HashSet<(usize, &'static str)>>> = OnceLock::new();
+
+/// The state for `cx` from the process cache, built on the first call with these attributes.
+fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
+    let key = (cx.op, TypeId::of::<T>(), attrs_key(cx));
+    let mut cache = lock(&CACHE, HashMap::new);
+    if let Some(s) = cache.get(&key)
+        && let Ok(t) = Arc::clone(s).downcast::<T>()
+    {
+        return Ok(t);
+    }
+    // Built under the lock: once per key, even when calls race.
+    let t = Arc::new(build::<T>(cx)?);
+    cache.insert(key, t.clone());
+    Ok(t)
+}
+
+/// The frame's API table if it has the state functions (FFI API 0.3 or later) and a context.
+fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
+    if frame.api.is_null() || frame.ctx.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `api` points at XLA's table, whose head is the same in every version.
+    let head = unsafe { &*frame.api };
+    if head.api_version.major_version != XLA_FFI_API_MAJOR
+        || head.api_version.minor_version < 3
+        || head.struct_size < size_of::<XLA_FFI_Api_ThreadPool>()
+    {
+        return None;
+    }
+    // SAFETY: the table is long enough, and its fields are the header's in order.
+    Some(unsafe { &*frame.api.cast::<XLA_FFI_Api_ThreadPool>() })
+}
+
+/// XLA's deleter of a state of type `T`.
+unsafe extern "C" fn drop_state<T>(object: *mut c_void) {
+    let drop = std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `object` is the `Box<T>` `instantiate` handed to XLA, which deletes it once.
+        drop(unsafe { Box::from_raw(object.cast::<T>()) })
+    });
+    // A panicking `Drop` must not unwind into XLA.
+    let _ = std::panic::catch_unwind(drop);
+}
+
+/// Destroys an error XLA returned.
+fn destroy(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error) {
+    if let Some(f) = t.error_destroy {
+        let mut args = XLA_FFI_Error_Destroy_Args {
+            struct_size: size_of::<XLA_FFI_Error_Destroy_Args>(),
+            extension_start: null_mut(),
+            error: err,
+        };
+        // SAFETY: an error XLA returned, destroyed once.
+        unsafe { f(&mut args) };
+    }
+}
+
+/// `T`'s type id in `t`'s registry, registered on first use.
+fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpError> {
+    let key = (
+        t as *const XLA_FFI_Api_ThreadPool as usize,
+        TypeId::of::<T>(),
+    );
+    let mut ids = lock(&TYPE_IDS, HashMap::new);
+    if let Some(&id) = ids.get(&key) {
+        return Ok(id);
+    }
+    let refused = |what: &str| op_err(op, Refusal::BadState, format!("XLA {what}"));
+    let Some(register) = t.type_register else {
+        return Err(refused("has no XLA_FFI_Type_Register"));
+    };
+    // Unique in the registry even when two libraries hold a type of the same name: the
+    // deleter's address is this library's.
+    let name = format!(
+        "customop::{}@{:p}",
+        core::any::type_name::<T>(),
+        drop_state::<T> as *const ()
+    );
+    // XLA may keep the pointer: one leaked, 24-byte `TypeInfo` per type and registry.
+    let info: &'static XLA_FFI_TypeInfo = Box::leak(Box::new(XLA_FFI_TypeInfo {
+        struct_size: size_of::<XLA_FFI_TypeInfo>(),
+        extension_start: null_mut(),
+        deleter: Some(drop_state::<T>),
+    }));
+    let mut id = XLA_FFI_TypeId { type_id: 0 };
+    let mut args = XLA_FFI_Type_Register_Args {
+        struct_size: size_of::<XLA_FFI_Type_Register_Args>(),
+        extension_start: null_mut(),
+        name: XLA_FFI_ByteSpan {
+            ptr: name.as_ptr().cast(),
+            len: name.len(),
+        },
+        type_id: &mut id,
+        type_info: info,
+    };
+    // SAFETY: XLA's function with valid arguments; it copies the name.
+    let err = unsafe { register(&mut args) };
+    if !err.is_null() {
+        destroy(t, err);
+        return Err(refused("refused to register the state's type"));
+    }
+    ids.insert(key, id.type_id);
+    Ok(id.type_id)
+}
+
+/// The instantiate stage of an op with an `#[state]` parameter of type `T`: builds `T` from the
+/// call site's attributes and hands it to XLA. Where XLA has no state functions, nothing is
+/// built here (executions use the process cache).
+pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
+    let Some(t) = table(cx.frame) else {
+        return Ok(());
+    };
+    let Some(set) = t.state_set else {
+        return Ok(());
+    };
+    let mut id = XLA_FFI_TypeId {
+        type_id: type_id::<T>(cx.op, t)?,
+    };
+    let state = Box::into_raw(Box::new(build::<T>(cx)?));
+    let mut args = XLA_FFI_State_Args {
+        struct_size: size_of::<XLA_FFI_State_Args>(),
+        extension_start: null_mut(),
+        ctx: cx.frame.ctx.cast(),
+        stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
+        type_id: &mut id,
+        state: state.cast(),
+    };
+    // SAFETY: XLA's function with valid arguments; on success XLA owns `state` and deletes it
+    // with `drop_state::<T>`.
+    let err = unsafe { set(&mut args) };
+    if !err.is_null() {
+        // Whether XLA kept the pointer is not said: the state is leaked, never freed twice.
+        destroy(t, err);
+        return Err(op_err(
+            cx.op,
+            Refusal::BadState,
+            "XLA did not take the state (XLA_FFI_State_Set failed)",
+        ));
+    }
+    lock(&INSTANTIATED, HashSet::new).insert((t as *const _ as usize, cx.op));
+    Ok(())
+}
+
+/// The state of an execution: XLA's for this call site if it instantiated it, else the
+/// process cache's.
+pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, OpError> {
+    if let Some(t) = table(cx.frame)
+        && let Some(get) = t.state_get
+    {
+        let api = t as *const XLA_FFI_Api_ThreadPool as usize;
+        let instantiated = lock(&INSTANTIATED, HashSet::new).contains(&(api, cx.op));
+        let type_id = lock(&TYPE_IDS, HashMap::new)
+            .get(&(api, TypeId::of::<T>()))
+            .copied();
+        if let (true, Some(type_id)) = (instantiated, type_id) {
+            let mut id = XLA_FFI_TypeId { type_id };
+            let mut args = XLA_FFI_State_Args {
+                struct_size: size_of::<XLA_FFI_State_Args>(),
+                extension_start: null_mut(),
+                ctx: cx.frame.ctx.cast(),
+                stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
+                type_id: &mut id,
+                state: null_mut(),
+            };
+            // SAFETY: XLA's function with valid arguments; it writes the object set at this
+            // call site's instantiate stage, of the type id asked for.
+            let err = unsafe { get(&mut args) };
+            if err.is_null() && !args.state.is_null() {
+                // SAFETY: the `Box<T>` `instantiate` gave XLA for this call site (XLA checked
+                // the type id), alive until the executable is destroyed, after this call.
+                return Ok(StateRef::Xla(unsafe { &*args.state.cast::<T>() }));
+            }
+            if !err.is_null() {
+                destroy(t, err);
+            }
+        }
+    }
+    cached::<T>(cx).map(StateRef::Shared)
+}
+
+/// Every attribute of the call, as bytes that are equal exactly when the attributes are
+/// (names, kinds, element types and values, in name order): the key of the state cache.
+fn attrs_key(cx: &CallCx<'_>) -> Vec<u8> {
+    let a = &cx.frame.attrs;
+    let mut entries: Vec<(&[u8], Vec<u8>)> = Vec::new();
+    if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {
+        for i in 0..a.size as usize {
+            // SAFETY: `size` entries of `types`, `names` and `attrs` are valid for the call.
+            let (ty, span, ptr) = unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
+            if span.is_null() || ptr.is_null() {
+                continue;
+            }
+            // SAFETY: a name is a byte span valid for the call.
+            let name = unsafe { bytes((*span).ptr.cast(), (*span).len) };
+            let mut value = ty.to_le_bytes().to_vec();
+            let elem = |dtype: i32| {
+                u32::try_from(dtype)
+                    .ok()
+                    .and_then(ElementType::from_xla_code)
+                    .map_or(0, |e| e.byte_size())
+            };
+            match ty {
+                XLA_FFI_ATTR_TYPE_SCALAR => {
+                    // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar whose value
+                    // holds one element of its dtype.
+                    let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
+                    value.extend(s.dtype.to_le_bytes());
+                    // SAFETY: as above.
+                    value.extend(unsafe { bytes(s.value.cast(), elem(s.dtype)) });
+                }
+                XLA_FFI_ATTR_TYPE_ARRAY => {
+                    // SAFETY: an ARRAY attribute points at an XLA_FFI_Array of `size`
+                    // elements of its dtype.
+                    let arr = unsafe { &*(ptr as *const XLA_FFI_Array) };
+                    value.extend(arr.dtype.to_le_bytes());
+                    value.extend(arr.size.to_le_bytes());
+                    // SAFETY: as above.
+                    value.extend(unsafe {
+                        bytes(arr.data.cast(), arr.size.saturating_mul(elem(arr.dtype)))
+                    });
+                }
+                XLA_FFI_ATTR_TYPE_STRING => {
+                    // SAFETY: a STRING attribute points at a byte span valid for the call.
+                    let b = unsafe { &*(ptr as *const XLA_FFI_ByteSpan) };
+                    // SAFETY: as above.
+                    value.extend(unsafe { bytes(b.ptr.cast(), b.len) });
+                }
+                _ => {}
+            }
+            entries.push((name, value));
+        }
+    }
+    entries.sort();
+    let mut key = Vec::new();
+    for (name, value) in entries {
+        key.extend(name.len().to_le_bytes());
+        key.extend(name);
+        key.extend(value.len().to_le_bytes());
+        key.extend(value);
+    }
+    key
+}
+
+/// The `len` bytes at `p` (none for a null `p`).
+///
+/// # Safety
+/// A non-null `p` points at `len` readable bytes that outlive `'a`.
+unsafe fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if p.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { core::slice::from_raw_parts(p, len) }
+}
