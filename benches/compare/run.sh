@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
 # Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager | --torch-cpp | --mut-jit |
-#                                    --parallel]
+#                                    --parallel | --state]
 # (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
 #  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py;
 #  --torch-cpp: a customop op against the same op as a C++ extension op, on torch 2.9 and the
 #    newest: torch_cpp.py;
 #  --mut-jit: an op with a `&mut` external against a plain op under jax.jit: mut_jit.py;
-#  --parallel: a kernel on XLA's pool against its one-thread self and jnp: parallel.py)
+#  --parallel: a kernel on XLA's pool against its one-thread self and jnp: parallel.py;
+#  --state: an op with #[state] against the same op rebuilding its table per call: state_jit.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
@@ -19,6 +20,12 @@ if [ "${1:-}" = "--mut-jit" ]; then
   export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
   export PYTHONPATH="$PWD/python"
   exec target/xla-venv/bin/python benches/compare/mut_jit.py
+fi
+if [ "${1:-}" = "--state" ]; then
+  cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
+  export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
+  export PYTHONPATH="$PWD/python"
+  exec target/xla-venv/bin/python benches/compare/state_jit.py
 fi
 if [ "${1:-}" = "--parallel" ]; then
   cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
