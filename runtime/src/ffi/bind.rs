@@ -5,7 +5,7 @@
 
 use super::frame::{element_name, op_err};
 use super::state::{OpState, StateRef};
-use super::{AttrRef, AttrValue, CallCx, handle};
+use super::{AttrRef, AttrValue, CallCx};
 use crate::descriptor::{Descriptor, ReprC};
 use crate::error::{OpError, Refusal};
 use crate::plan::{OpDef, ParamSlot, Plan, ResultPlan, ShapeEnv};
@@ -49,21 +49,8 @@ pub unsafe fn run(
     def: &'static OpDef,
     body: impl FnOnce(&Binder<'_, '_>) -> Result<(), OpError>,
 ) -> *mut super::abi::XLA_FFI_Error {
-    let schema = def.schema();
-    let op: &'static str = &schema.name;
-    let body = |cx: &CallCx<'_>| {
-        let plan = def.plan().map_err(|e| op_err(op, Refusal::BadBinding, e))?;
-        cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
-        body(&Binder {
-            cx,
-            schema,
-            plan,
-            param: Cell::new(0),
-            result: Cell::new(0),
-        })
-    };
     // SAFETY: the caller's contract, passed on.
-    unsafe { handle(frame, op, body) }
+    unsafe { run_stages(frame, def, None, body) }
 }
 
 /// [`run`] for an op with an `#[state]` parameter of type `T`: at XLA's instantiate stage the
@@ -75,6 +62,22 @@ pub unsafe fn run(
 pub unsafe fn run_stateful<T: OpState>(
     frame: *mut super::abi::XLA_FFI_CallFrame,
     def: &'static OpDef,
+    body: impl FnOnce(&Binder<'_, '_>) -> Result<(), OpError>,
+) -> *mut super::abi::XLA_FFI_Error {
+    let instantiate: super::entry::Instantiate = super::state::instantiate::<T>;
+    // SAFETY: the caller's contract, passed on.
+    unsafe { run_stages(frame, def, Some(instantiate), body) }
+}
+
+/// [`run`] and [`run_stateful`]: the binder over the checked frame, and the stages.
+///
+/// # Safety
+/// As for [`run`].
+#[inline]
+unsafe fn run_stages(
+    frame: *mut super::abi::XLA_FFI_CallFrame,
+    def: &'static OpDef,
+    instantiate: Option<super::entry::Instantiate>,
     body: impl FnOnce(&Binder<'_, '_>) -> Result<(), OpError>,
 ) -> *mut super::abi::XLA_FFI_Error {
     let schema = def.schema();
@@ -91,7 +94,7 @@ pub unsafe fn run_stateful<T: OpState>(
         })
     };
     // SAFETY: the caller's contract, passed on.
-    unsafe { super::entry::handle_stages(frame, op, Some(super::state::instantiate::<T>), body) }
+    unsafe { super::entry::handle_stages(frame, op, instantiate, body) }
 }
 
 /// What a generated handler binds a parameter as.

@@ -210,6 +210,19 @@ fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpEr
     Ok(id.type_id)
 }
 
+/// `XLA_FFI_State_Set`/`Get`'s arguments for `cx`'s call site: the state set at the instantiate
+/// stage (on CPU the one XLA keeps per custom call).
+fn state_args(cx: &CallCx<'_>, id: &mut XLA_FFI_TypeId, state: *mut c_void) -> XLA_FFI_State_Args {
+    XLA_FFI_State_Args {
+        struct_size: size_of::<XLA_FFI_State_Args>(),
+        extension_start: null_mut(),
+        ctx: cx.frame.ctx.cast(),
+        stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
+        type_id: id,
+        state,
+    }
+}
+
 /// The instantiate stage of an op with an `#[state]` parameter of type `T`: builds `T` from the
 /// call site's attributes and hands it to XLA. Where XLA has no state functions, nothing is
 /// built here (executions use the process cache).
@@ -224,14 +237,7 @@ pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
         type_id: type_id::<T>(cx.op, t)?,
     };
     let state = Box::into_raw(Box::new(build::<T>(cx)?));
-    let mut args = XLA_FFI_State_Args {
-        struct_size: size_of::<XLA_FFI_State_Args>(),
-        extension_start: null_mut(),
-        ctx: cx.frame.ctx.cast(),
-        stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
-        type_id: &mut id,
-        state: state.cast(),
-    };
+    let mut args = state_args(cx, &mut id, state.cast());
     // SAFETY: XLA's function with valid arguments; on success XLA owns `state` and deletes it
     // with `drop_state::<T>`.
     let err = unsafe { set(&mut args) };
@@ -261,14 +267,7 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
             .copied();
         if let (true, Some(type_id)) = (instantiated, type_id) {
             let mut id = XLA_FFI_TypeId { type_id };
-            let mut args = XLA_FFI_State_Args {
-                struct_size: size_of::<XLA_FFI_State_Args>(),
-                extension_start: null_mut(),
-                ctx: cx.frame.ctx.cast(),
-                stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
-                type_id: &mut id,
-                state: null_mut(),
-            };
+            let mut args = state_args(cx, &mut id, null_mut());
             // SAFETY: XLA's function with valid arguments; it writes the object set at this
             // call site's instantiate stage, of the type id asked for.
             let err = unsafe { get(&mut args) };
