@@ -38,7 +38,7 @@ impl core::fmt::Debug for Binder<'_, '_> {
 
 /// Runs a generated handler's `body` on `frame` for the op `def`: answers XLA's probe, checks
 /// the operand and result counts against the plan, and maps a kernel error or panic to an XLA
-/// error (see [`handle`]).
+/// error (see [`handle`](super::handle)).
 ///
 /// # Safety
 /// `frame` must be null or the call frame XLA passes to a typed-FFI handler, valid for the

@@ -22,10 +22,15 @@ use core::ffi::c_void;
 use core::ptr::null_mut;
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// State a kernel builds once per call site from its op's attributes: the type of an
 /// `#[state]` parameter (`#[state] table: &T`).
+///
+/// Under jaxlib each call site of each compiled executable has its own `T`; elsewhere (torch
+/// eager, the Rust runner) call sites with equal attribute values share one, kept until the
+/// process ends, one per distinct set of values. Either way it is shared by concurrent calls:
+/// read-only, or with its own locking.
 pub trait OpState: Send + Sync + Sized + 'static {
     /// Builds the state from the op's attributes (`attrs.get::<i64>("n")`); an error is the
     /// call's `[bad_state]` refusal.
@@ -98,27 +103,42 @@ fn lock<T>(m: &'static OnceLock<Mutex<T>>, init: fn() -> T) -> MutexGuard<'stati
         .unwrap_or_else(|e| e.into_inner())
 }
 
+fn read<T>(m: &'static OnceLock<RwLock<T>>, init: fn() -> T) -> RwLockReadGuard<'static, T> {
+    m.get_or_init(|| RwLock::new(init()))
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(m: &'static OnceLock<RwLock<T>>, init: fn() -> T) -> RwLockWriteGuard<'static, T> {
+    m.get_or_init(|| RwLock::new(init()))
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// One cache entry: filled by the first call with its key, under its own lock.
+type Slot = Arc<Mutex<Option<Arc<dyn Any + Send + Sync>>>>;
 /// The process cache: (op, state type, attribute values) to the state.
-type Cache = HashMap<(&'static str, TypeId, Vec<u8>), Arc<dyn Any + Send + Sync>>;
+type Cache = HashMap<(&'static str, TypeId, Vec<u8>), Slot>;
 static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
 /// Type ids XLA gave each state type, per XLA API table (jaxlib and a PJRT plugin each have
 /// their own registry).
-static TYPE_IDS: OnceLock<Mutex<HashMap<(usize, TypeId), i64>>> = OnceLock::new();
+static TYPE_IDS: OnceLock<RwLock<HashMap<(usize, TypeId), i64>>> = OnceLock::new();
 /// (API table, op) pairs whose call sites XLA instantiated: their executions ask XLA.
-static INSTANTIATED: OnceLock<Mutex<HashSet<(usize, &'static str)>>> = OnceLock::new();
+static INSTANTIATED: OnceLock<RwLock<HashSet<(usize, &'static str)>>> = OnceLock::new();
 
-/// The state for `cx` from the process cache, built on the first call with these attributes.
+/// The state for `cx` from the process cache, built on the first call with these attributes
+/// (under the entry's own lock: once per key even when calls race, while other keys go on).
 fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
     let key = (cx.op, TypeId::of::<T>(), attrs_key(cx));
-    let mut cache = lock(&CACHE, HashMap::new);
-    if let Some(s) = cache.get(&key)
+    let slot: Slot = lock(&CACHE, HashMap::new).entry(key).or_default().clone();
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = slot.as_ref()
         && let Ok(t) = Arc::clone(s).downcast::<T>()
     {
         return Ok(t);
     }
-    // Built under the lock: once per key, even when calls race.
     let t = Arc::new(build::<T>(cx)?);
-    cache.insert(key, t.clone());
+    *slot = Some(t.clone());
     Ok(t)
 }
 
@@ -168,7 +188,7 @@ fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpEr
         t as *const XLA_FFI_Api_ThreadPool as usize,
         TypeId::of::<T>(),
     );
-    let mut ids = lock(&TYPE_IDS, HashMap::new);
+    let mut ids = write(&TYPE_IDS, HashMap::new);
     if let Some(&id) = ids.get(&key) {
         return Ok(id);
     }
@@ -176,12 +196,13 @@ fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpEr
     let Some(register) = t.type_register else {
         return Err(refused("has no XLA_FFI_Type_Register"));
     };
-    // Unique in the registry even when two libraries hold a type of the same name: the
-    // deleter's address is this library's.
+    // Unique in the registry even when two libraries hold a type of the same name (the
+    // deleter's address is this library's) or two types share a deleter (the TypeId).
     let name = format!(
-        "customop::{}@{:p}",
+        "customop::{}@{:p}/{:?}",
         core::any::type_name::<T>(),
-        drop_state::<T> as *const ()
+        drop_state::<T> as *const (),
+        TypeId::of::<T>()
     );
     // XLA may keep the pointer: one leaked, 24-byte `TypeInfo` per type and registry.
     let info: &'static XLA_FFI_TypeInfo = Box::leak(Box::new(XLA_FFI_TypeInfo {
@@ -250,7 +271,7 @@ pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
             "XLA did not take the state (XLA_FFI_State_Set failed)",
         ));
     }
-    lock(&INSTANTIATED, HashSet::new).insert((t as *const _ as usize, cx.op));
+    write(&INSTANTIATED, HashSet::new).insert((t as *const _ as usize, cx.op));
     Ok(())
 }
 
@@ -261,8 +282,8 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
         && let Some(get) = t.state_get
     {
         let api = t as *const XLA_FFI_Api_ThreadPool as usize;
-        let instantiated = lock(&INSTANTIATED, HashSet::new).contains(&(api, cx.op));
-        let type_id = lock(&TYPE_IDS, HashMap::new)
+        let instantiated = read(&INSTANTIATED, HashSet::new).contains(&(api, cx.op));
+        let type_id = read(&TYPE_IDS, HashMap::new)
             .get(&(api, TypeId::of::<T>()))
             .copied();
         if let (true, Some(type_id)) = (instantiated, type_id) {
