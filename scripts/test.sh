@@ -166,7 +166,7 @@ declare -A MIN_CHECKS=(
   [xla/test_computed_shapes.py]=28
   [xla/test_generic_ops.py]=32
   [xla/test_dtypes.py]=24
-  [xla/test_transforms.py]=116
+  [xla/test_transforms.py]=128
   [xla/test_parallel.py]=4
 )
 short=0

@@ -133,8 +133,9 @@ pub struct XLA_FFI_Error_Create_Args {
 pub type XLA_FFI_Error_Create =
     unsafe extern "C" fn(args: *mut XLA_FFI_Error_Create_Args) -> *mut XLA_FFI_Error;
 
-/// The head of `XLA_FFI_Api`: its first function pointer is `XLA_FFI_Error_Create`; the rest
-/// is not used, so not described.
+/// The head of `XLA_FFI_Api`, up to its first function pointer, `XLA_FFI_Error_Create`: what
+/// every handler reads. [`XLA_FFI_Api_ThreadPool`] describes the table further, for tables whose
+/// `struct_size` says they are that long.
 #[repr(C)]
 pub struct XLA_FFI_Api {
     pub struct_size: usize,
