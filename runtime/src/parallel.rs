@@ -20,10 +20,10 @@
 //! finished, where the handler turns it into the call's `[kernel_panic]` refusal.
 
 use crate::ffi::abi::{
-    XLA_FFI_Api_ThreadPool, XLA_FFI_CallFrame, XLA_FFI_Error, XLA_FFI_Error_Destroy,
-    XLA_FFI_Error_Destroy_Args, XLA_FFI_ThreadPool_NumThreads_Args,
+    XLA_FFI_Api_ThreadPool, XLA_FFI_CallFrame, XLA_FFI_ThreadPool_NumThreads_Args,
     XLA_FFI_ThreadPool_Schedule_Args,
 };
+use crate::ffi::table::{api_table, destroy_error};
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::ops::Range;
@@ -270,24 +270,12 @@ impl Pool {
     /// XLA's pool, if `frame`'s API table has the thread-pool functions and the frame a
     /// context.
     pub(crate) fn of_frame(frame: &XLA_FFI_CallFrame) -> Option<Pool> {
-        if frame.api.is_null() || frame.ctx.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null `api` points at XLA's table; its head is the same in every
-        // version (the handler checked the major version before calling this).
-        let size = unsafe { (*frame.api).struct_size };
-        if size < size_of::<XLA_FFI_Api_ThreadPool>() {
-            return None;
-        }
-        let api = frame.api.cast::<XLA_FFI_Api_ThreadPool>();
-        // SAFETY: the table is at least as long as `XLA_FFI_Api_ThreadPool`, whose fields
-        // are the header's in order.
-        let t = unsafe { &*api };
+        let t = api_table(frame)?;
         if t.thread_pool_schedule.is_none() || t.thread_pool_num_threads.is_none() {
             return None;
         }
         Some(Pool::Xla {
-            api,
+            api: t,
             ctx: frame.ctx.cast(),
         })
     }
@@ -320,7 +308,7 @@ impl Pool {
                 // SAFETY: XLA's function, with valid arguments for the call.
                 let err = unsafe { f(&mut args) };
                 if !err.is_null() {
-                    destroy(t.error_destroy, err);
+                    destroy_error(t, err);
                     return 1;
                 }
                 usize::try_from(n).unwrap_or(1).max(1)
@@ -356,7 +344,7 @@ impl Pool {
                     if !err.is_null() {
                         // SAFETY: not scheduled: the reference is still ours.
                         drop(unsafe { Arc::from_raw(data.cast::<Region>()) });
-                        destroy(t.error_destroy, err);
+                        destroy_error(t, err);
                         return;
                     }
                 }
@@ -386,19 +374,6 @@ unsafe extern "C" fn torch_task(_begin: i64, _end: i64, data: *mut c_void) {
     // returns.
     let region = unsafe { &*data.cast_const().cast::<Region>() };
     region.drain();
-}
-
-/// Destroys an error XLA returned, if the table can.
-fn destroy(f: Option<XLA_FFI_Error_Destroy>, err: *mut XLA_FFI_Error) {
-    if let Some(f) = f {
-        let mut args = XLA_FFI_Error_Destroy_Args {
-            struct_size: size_of::<XLA_FFI_Error_Destroy_Args>(),
-            extension_start: null_mut(),
-            error: err,
-        };
-        // SAFETY: an error XLA returned and nobody else holds.
-        unsafe { f(&mut args) };
-    }
 }
 
 /// Makes `pool` the current thread's pool until dropped (then the previous one again).

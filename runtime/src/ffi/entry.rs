@@ -86,6 +86,13 @@ pub(crate) unsafe fn handle_stages(
         }
         ext = e.next;
     }
+    // Only execution, and the instantiate stage of an op with state, do anything.
+    let instantiating = frame_ref.stage == XLA_FFI_EXECUTION_STAGE_INSTANTIATE;
+    if frame_ref.stage != XLA_FFI_EXECUTION_STAGE_EXECUTE
+        && !(instantiating && instantiate.is_some())
+    {
+        return core::ptr::null_mut();
+    }
     if !frame_ref.api.is_null() {
         // SAFETY: a non-null `api` points at XLA's API table; its header (size, extensions,
         // version) is the same in every version.
@@ -131,18 +138,15 @@ pub(crate) unsafe fn handle_stages(
         }
     }
     let cx = CallCx::new(op, frame_ref);
-    let outcome = match (frame_ref.stage, instantiate) {
-        (XLA_FFI_EXECUTION_STAGE_EXECUTE, _) => {
+    let outcome = match instantiate {
+        Some(init) if instantiating => catch_unwind(AssertUnwindSafe(|| init(&cx))),
+        _ => {
             // XLA's intra-op pool for `customop::parallel`, while the kernel runs (a frame
             // without one, as eager calls make, keeps the caller's: torch's, or inline).
             let _pool =
                 crate::parallel::Pool::of_frame(frame_ref).map(crate::parallel::Current::enter);
             catch_unwind(AssertUnwindSafe(|| body(&cx)))
         }
-        (XLA_FFI_EXECUTION_STAGE_INSTANTIATE, Some(init)) => {
-            catch_unwind(AssertUnwindSafe(|| init(&cx)))
-        }
-        _ => return core::ptr::null_mut(),
     };
     let error = match outcome {
         Ok(Ok(())) => return core::ptr::null_mut(),

@@ -13,6 +13,7 @@ pub(crate) mod eager;
 mod entry;
 mod frame;
 pub mod state;
+pub(crate) mod table;
 
 pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
 pub use bind::{Binder, run, run_stateful};

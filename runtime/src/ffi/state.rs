@@ -15,6 +15,7 @@
 
 use super::abi::*;
 use super::frame::{CallCx, op_err};
+use super::table::{api_table, destroy_error};
 use super::{AttrRef, AttrValue};
 use crate::error::{OpError, Refusal};
 use crate::types::ElementType;
@@ -142,21 +143,10 @@ fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
     Ok(t)
 }
 
-/// The frame's API table if it has the state functions (FFI API 0.3 or later) and a context.
+/// The frame's API table if it has the state functions (FFI API 0.3 or later: 0.2 had another
+/// layout of their arguments).
 fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
-    if frame.api.is_null() || frame.ctx.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null `api` points at XLA's table, whose head is the same in every version.
-    let head = unsafe { &*frame.api };
-    if head.api_version.major_version != XLA_FFI_API_MAJOR
-        || head.api_version.minor_version < 3
-        || head.struct_size < size_of::<XLA_FFI_Api_ThreadPool>()
-    {
-        return None;
-    }
-    // SAFETY: the table is long enough, and its fields are the header's in order.
-    Some(unsafe { &*frame.api.cast::<XLA_FFI_Api_ThreadPool>() })
+    api_table(frame).filter(|t| t.head.api_version.minor_version >= 3)
 }
 
 /// XLA's deleter of a state of type `T`.
@@ -167,19 +157,6 @@ unsafe extern "C" fn drop_state<T>(object: *mut c_void) {
     });
     // A panicking `Drop` must not unwind into XLA.
     let _ = std::panic::catch_unwind(drop);
-}
-
-/// Destroys an error XLA returned.
-fn destroy(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error) {
-    if let Some(f) = t.error_destroy {
-        let mut args = XLA_FFI_Error_Destroy_Args {
-            struct_size: size_of::<XLA_FFI_Error_Destroy_Args>(),
-            extension_start: null_mut(),
-            error: err,
-        };
-        // SAFETY: an error XLA returned, destroyed once.
-        unsafe { f(&mut args) };
-    }
 }
 
 /// `T`'s type id in `t`'s registry, registered on first use.
@@ -224,7 +201,7 @@ fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpEr
     // SAFETY: XLA's function with valid arguments; it copies the name.
     let err = unsafe { register(&mut args) };
     if !err.is_null() {
-        destroy(t, err);
+        destroy_error(t, err);
         return Err(refused("refused to register the state's type"));
     }
     ids.insert(key, id.type_id);
@@ -264,7 +241,7 @@ pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
     let err = unsafe { set(&mut args) };
     if !err.is_null() {
         // Whether XLA kept the pointer is not said: the state is leaked, never freed twice.
-        destroy(t, err);
+        destroy_error(t, err);
         return Err(op_err(
             cx.op,
             Refusal::BadState,
@@ -298,7 +275,7 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
                 return Ok(StateRef::Xla(unsafe { &*args.state.cast::<T>() }));
             }
             if !err.is_null() {
-                destroy(t, err);
+                destroy_error(t, err);
             }
         }
     }
