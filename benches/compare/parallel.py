@@ -26,19 +26,22 @@ ROWS, COLS = 4096, 1024
 EPS = float(np.float32(1e-5))
 
 
-def per_call(fns, *args):
-    """Median time per call of each of `fns`, rounds interleaved (par, serial, jnp, par, ...)
-    so that a slow stretch of the machine hits all of them alike."""
+WARMUP = 10
+
+
+def per_call(fns, *args, rounds=ROUNDS, calls=CALLS):
+    """Median time per call (us) of each of `fns` after WARMUP calls each, rounds interleaved
+    (par, serial, jnp, par, ...) so that a slow stretch of the machine hits all of them alike."""
     for f in fns:
-        for _ in range(10):
+        for _ in range(WARMUP):
             jax.block_until_ready(f(*args))
     times = [[] for _ in fns]
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for k, f in enumerate(fns):
             t = time.perf_counter()
-            for _ in range(CALLS):
+            for _ in range(calls):
                 jax.block_until_ready(f(*args))
-            times[k].append((time.perf_counter() - t) / CALLS * 1e6)
+            times[k].append((time.perf_counter() - t) / calls * 1e6)
     return [statistics.median(t) for t in times]
 
 

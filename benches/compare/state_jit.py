@@ -6,16 +6,16 @@ against the same op building it on every call, in one process, one run:
 `example::windowed(x, n)` multiplies x by a Hann window of n taps kept as its state;
 `example::windowed_rebuild(x, n)` computes the window (n cosines) in each call. x has 4,096
 elements; n is 64, 4,096 and 65,536. Each figure is the median of 7 rounds of 500 calls after
-a warm-up, the two ops' rounds interleaved, outputs awaited every call.
+a warm-up, the two ops' rounds interleaved (parallel.per_call), outputs awaited every call.
 """
 import ctypes
 import os
-import statistics
-import time
 
 import jax
 import numpy as np
 from customop.xla import Library
+
+import parallel  # benches/compare, this script's folder: the interleaved timing
 
 ROUNDS, CALLS = 7, 500
 
@@ -32,17 +32,10 @@ def main():
         rebuild = jax.jit(lambda x, n=n: ops.windowed_rebuild(x, n=n))
         np.testing.assert_array_equal(np.asarray(state(x)), np.asarray(rebuild(x)))
         before = builds()
-        times = {"state": [], "rebuild": []}
-        for _ in range(ROUNDS):
-            for name, f in (("state", state), ("rebuild", rebuild)):
-                t = time.perf_counter()
-                for _ in range(CALLS):
-                    jax.block_until_ready(f(x))
-                times[name].append((time.perf_counter() - t) / CALLS * 1e6)
-        s, r = (statistics.median(times[k]) for k in ("state", "rebuild"))
+        s, r = parallel.per_call([state, rebuild], x, rounds=ROUNDS, calls=CALLS)
         print("n = %6d: #[state] %8.2f us, rebuilt each call %8.2f us per call (%.1fx); "
-              "windows built in these %d calls: %d"
-              % (n, s, r, r / s, 2 * ROUNDS * CALLS, builds() - before))
+              "windows built while each op made %d calls: %d"
+              % (n, s, r, r / s, ROUNDS * CALLS + parallel.WARMUP, builds() - before))
 
 
 if __name__ == "__main__":
