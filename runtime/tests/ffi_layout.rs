@@ -186,7 +186,49 @@ fn rust_layout() -> BTreeMap<String, usize> {
         m.insert(k.replace("XLA_FFI_State_Args", "XLA_FFI_State_Set_Args"), v);
         m.insert(k.replace("XLA_FFI_State_Args", "XLA_FFI_State_Get_Args"), v);
     }
+    layout!(
+        m,
+        XLA_FFI_Error_GetDetails_Args {
+            struct_size,
+            extension_start,
+            error,
+            message,
+            errc
+        }
+    );
+    // The 0.2 registration arguments (the runner's plugin names their size, 84, in its own
+    // test) lay out their fields as 0.5 does up to the bundle, whose first four entries 0.5 kept.
     for (field, offset) in [
+        ("name", offset_of!(XLA_FFI_Handler_Register_Args_V2, name)),
+        (
+            "platform",
+            offset_of!(XLA_FFI_Handler_Register_Args_V2, platform),
+        ),
+        (
+            "bundle",
+            offset_of!(XLA_FFI_Handler_Register_Args_V2, bundle),
+        ),
+    ] {
+        m.insert(format!("XLA_FFI_Handler_Register_Args.{field}"), offset);
+    }
+    for (i, stage) in ["instantiate", "prepare", "initialize", "execute"]
+        .into_iter()
+        .enumerate()
+    {
+        m.insert(
+            format!("XLA_FFI_Handler_Bundle.{stage}"),
+            i * size_of::<Option<XLA_FFI_Handler>>(),
+        );
+    }
+    for (field, offset) in [
+        (
+            "XLA_FFI_Error_GetDetails",
+            offset_of!(XLA_FFI_Api_ThreadPool, error_get_details),
+        ),
+        (
+            "XLA_FFI_Handler_Register",
+            offset_of!(XLA_FFI_Api_ThreadPool, handler_register),
+        ),
         (
             "XLA_FFI_Type_Register",
             offset_of!(XLA_FFI_Api_ThreadPool, type_register),

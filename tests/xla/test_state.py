@@ -7,6 +7,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
 """
 
 import ctypes
+import gc
 import os
 import unittest
 
@@ -21,6 +22,8 @@ LIB.register()
 OPS = LIB.ops.example
 BUILDS = LIB.cdll.example_state_builds
 BUILDS.restype = ctypes.c_int64
+DROPS = LIB.cdll.example_state_drops
+DROPS.restype = ctypes.c_int64
 
 
 def hann(n):
@@ -53,6 +56,21 @@ class StatePerCallSite(unittest.TestCase):
         for _ in range(10):
             g(x[0])
         self.assertEqual(BUILDS() - before, 4)
+
+    def test_dropped_with_the_executable(self):
+        x = np.linspace(-1, 1, 6, dtype=np.float32)
+        built, dropped = BUILDS(), DROPS()
+        # Two call sites of n = 6 (different operands, so XLA does not merge them).
+        compiled = jax.jit(lambda x: (OPS.windowed(x, n=6), OPS.windowed(x * 2, n=6))) \
+            .lower(x).compile()
+        self.assertEqual(BUILDS() - built, 2)
+        a, b = compiled(x)
+        np.testing.assert_allclose(np.asarray(b), windowed_ref(x * 2, 6), rtol=1e-6)
+        self.assertEqual(DROPS() - dropped, 0)
+        del compiled, a, b
+        gc.collect()
+        self.assertEqual(DROPS() - dropped, 2)
+        self.assertEqual(BUILDS() - built, 2)
 
     def test_a_constructor_error_is_the_bad_state_refusal(self):
         x = np.ones(3, np.float32)

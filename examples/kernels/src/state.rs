@@ -7,10 +7,20 @@ use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 /// How many `HannWindow`s were built in this process.
 static BUILDS: AtomicI64 = AtomicI64::new(0);
 
+/// How many `HannWindow`s were dropped in this process.
+static DROPS: AtomicI64 = AtomicI64::new(0);
+
 /// How many `HannWindow`s were built in this process, for the tests.
 #[unsafe(no_mangle)]
 pub extern "C" fn example_state_builds() -> i64 {
     BUILDS.load(Relaxed)
+}
+
+/// How many `HannWindow`s were dropped in this process (XLA drops a call site's state with
+/// its executable), for the tests.
+#[unsafe(no_mangle)]
+pub extern "C" fn example_state_drops() -> i64 {
+    DROPS.load(Relaxed)
 }
 
 /// A Hann window of `n` taps: `0.5 - 0.5 cos(2 pi i / (n - 1))`.
@@ -39,6 +49,12 @@ impl HannWindow {
         for (i, (o, v)) in y.iter_mut().zip(x).enumerate() {
             *o = v * self.taps[i % self.taps.len()];
         }
+    }
+}
+
+impl Drop for HannWindow {
+    fn drop(&mut self) {
+        DROPS.fetch_add(1, Relaxed);
     }
 }
 

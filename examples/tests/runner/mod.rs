@@ -733,47 +733,78 @@ fn kernels_run_on_the_plugins_thread_pool() {
 }
 
 #[test]
-fn state_is_built_once_per_attribute_values_through_the_runner() {
-    // The plugin registers handlers for execution only (its FFI extension has no instantiate
-    // stage), so `#[state]` comes from the process cache: once per attribute values.
-    let program = |n: i64| {
+fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_executable() {
+    // The runner registers customop handlers for XLA's instantiate stage too (through the
+    // plugin's own XLA FFI table), so each call site of each executable builds its state once.
+    let program = |n: i64, m: i64| {
         format!(
             r#"func.func @main(%x: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {{
   %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
-  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
+  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {m} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
   return %0, %1 : tensor<6xf32>, tensor<6xf32>
 }}"#
         )
     };
-    // SAFETY: the example cdylib (loaded by `client()`), and its counter's signature as the
+    // SAFETY: the example cdylib (loaded by `client()`), and its counters' signature as the
     // kernel crate declares it.
-    let builds = || unsafe {
+    let counter = |name: &[u8]| unsafe {
         let lib = libloading::Library::new(example_kernels()).unwrap();
-        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
-            lib.get(b"example_state_builds\0").unwrap();
+        let f: libloading::Symbol<'_, extern "C" fn() -> i64> = lib.get(name).unwrap();
         f()
     };
+    let builds = || counter(b"example_state_builds\0");
+    let drops = || counter(b"example_state_drops\0");
+    let hann = |n: i64| -> Vec<f32> {
+        (0..6)
+            .map(|i| {
+                let last = (n - 1) as f64;
+                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * (i % n) as f64 / last).cos()) as f32
+            })
+            .collect()
+    };
     let c = client();
-    let exe = c.compile(&Program::text(&program(17)).unwrap()).unwrap();
     let x = HostTensor::vector(&[1.0f32; 6]);
-    let before = builds();
+    // The states live in this process's cache of no other test: only this test builds
+    // `windowed` states, so the counters move only here.
+    let (built0, dropped0) = (builds(), drops());
+    let exe = c
+        .compile(&Program::text(&program(17, 17)).unwrap())
+        .unwrap();
+    assert_eq!(builds() - built0, 2, "one state per call site, at compile");
     let mut out = Vec::new();
     for _ in 0..1000 {
         out = exe.run(std::slice::from_ref(&x)).unwrap();
     }
-    assert_eq!(
-        builds() - before,
-        1,
-        "one state for both call sites and 1,000 runs"
-    );
-    let hann: Vec<f32> = (0..6)
-        .map(|i| (0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / 16.0).cos()) as f32)
-        .collect();
+    assert_eq!(builds() - built0, 2, "no state built by 1,000 runs");
     let y = out[0].to_vec::<f32>().unwrap();
-    for (a, b) in y.iter().zip(&hann) {
-        assert!((a - b).abs() < 1e-6, "{y:?} vs {hann:?}");
+    let z = out[1].to_vec::<f32>().unwrap();
+    let h = hann(17);
+    for i in 0..6 {
+        assert!((y[i] - h[i]).abs() < 1e-6, "{y:?} vs {h:?}");
+        assert!((z[i] - h[i] * h[i]).abs() < 1e-6, "{z:?} vs {h:?}^2");
     }
-    let exe = c.compile(&Program::text(&program(0)).unwrap()).unwrap();
-    let e = exe.run(std::slice::from_ref(&x)).unwrap_err();
+    // A second executable of the same program builds its own; sites with other attributes
+    // get their own state; dropping an executable drops its states.
+    let other = c.compile(&Program::text(&program(4, 3)).unwrap()).unwrap();
+    assert_eq!(builds() - built0, 4);
+    let out = other.run(std::slice::from_ref(&x)).unwrap();
+    let (h4, h3) = (hann(4), hann(3));
+    let z = out[1].to_vec::<f32>().unwrap();
+    for i in 0..6 {
+        assert!((z[i] - h4[i] * h3[i]).abs() < 1e-6, "{z:?}");
+    }
+    assert_eq!(drops() - dropped0, 0);
+    drop(other);
+    assert_eq!(
+        drops() - dropped0,
+        2,
+        "the executable's two states dropped with it"
+    );
+    drop(exe);
+    assert_eq!(drops() - dropped0, 4);
+    // A state that cannot be built fails the compilation, named.
+    let e = c
+        .compile(&Program::text(&program(0, 5)).unwrap())
+        .unwrap_err();
     assert_eq!(e.refusal(), Some(Refusal::BadState), "{e}");
 }

@@ -154,6 +154,45 @@ pub struct XLA_FFI_Error_Destroy_Args {
 
 pub type XLA_FFI_Error_Destroy = unsafe extern "C" fn(args: *mut XLA_FFI_Error_Destroy_Args);
 
+/// `XLA_FFI_Error_GetDetails_Args` (API 0.5; 0.2's `XLA_FFI_Error_GetMessage` reads the same
+/// fields up to `message`, in the same place of the table).
+#[repr(C)]
+pub struct XLA_FFI_Error_GetDetails_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub error: *mut XLA_FFI_Error,
+    /// Out: the message, owned by the error.
+    pub message: *const c_char,
+    /// Out (0.5 only).
+    pub errc: i32,
+}
+
+pub type XLA_FFI_Error_GetDetails = unsafe extern "C" fn(args: *mut XLA_FFI_Error_GetDetails_Args);
+
+/// A handler: `XLA_FFI_Error* (XLA_FFI_CallFrame*)`.
+pub type XLA_FFI_Handler =
+    unsafe extern "C" fn(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
+
+/// `XLA_FFI_Handler_Register_Args` of FFI API 0.2, what the Rust runner's CPU plugin reads: a
+/// bundle of four stages (0.5 appended `record` to the bundle, moving `traits`). The plugin
+/// names the size it expects, 84, when given another (checked by a test).
+#[repr(C)]
+pub struct XLA_FFI_Handler_Register_Args_V2 {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub name: XLA_FFI_ByteSpan,
+    pub platform: XLA_FFI_ByteSpan,
+    /// Instantiate, prepare, initialize, execute (the last required).
+    pub bundle: [Option<XLA_FFI_Handler>; 4],
+    pub traits: u32,
+}
+
+impl XLA_FFI_Handler_Register_Args_V2 {
+    /// 84: the end of `traits`.
+    pub const STRUCT_SIZE: usize =
+        core::mem::offset_of!(XLA_FFI_Handler_Register_Args_V2, traits) + size_of::<u32>();
+}
+
 /// `XLA_FFI_Task`: what `XLA_FFI_ThreadPool_Schedule` runs, on one of XLA's threads.
 pub type XLA_FFI_Task = unsafe extern "C" fn(data: *mut c_void);
 
@@ -186,9 +225,11 @@ pub type XLA_FFI_ThreadPool_NumThreads =
 #[repr(C)]
 pub struct XLA_FFI_Api_ThreadPool {
     pub head: XLA_FFI_Api,
-    pub error_get_details: *const c_void,
+    pub error_get_details: Option<XLA_FFI_Error_GetDetails>,
     pub error_destroy: Option<XLA_FFI_Error_Destroy>,
-    pub handler_register: *const c_void,
+    /// `XLA_FFI_Handler_Register`, whose arguments differ between API versions (0.2:
+    /// [`XLA_FFI_Handler_Register_Args_V2`]): typed by the caller.
+    pub handler_register: Option<unsafe extern "C" fn(args: *mut c_void) -> *mut XLA_FFI_Error>,
     pub stream_get: *const c_void,
     pub type_register: Option<XLA_FFI_Type_Register>,
     pub invoke_context_get: *const c_void,
@@ -229,6 +270,19 @@ pub struct XLA_FFI_State_Args {
     pub extension_start: *mut XLA_FFI_InternalExtension,
     pub ctx: *mut c_void,
     pub stage: i32,
+    pub type_id: *mut XLA_FFI_TypeId,
+    /// Set: the object XLA takes; Get: out, the object.
+    pub state: *mut c_void,
+}
+
+/// `XLA_FFI_State_Set_Args` and `XLA_FFI_State_Get_Args` of FFI API 0.2 (the Rust runner's
+/// plugin): no `stage`, 40 bytes (the size the plugin names, checked by a test). Passed to the
+/// table's functions by pointer, in place of [`XLA_FFI_State_Args`].
+#[repr(C)]
+pub struct XLA_FFI_State_Args_V2 {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub ctx: *mut c_void,
     pub type_id: *mut XLA_FFI_TypeId,
     /// Set: the object XLA takes; Get: out, the object.
     pub state: *mut c_void,

@@ -1,14 +1,15 @@
 //! State built once per call site: a kernel's `#[state] s: &T` parameter, `T: OpState`, built
 //! from the op's attributes.
 //!
-//! - Under jaxlib (XLA FFI API 0.3 and later, handlers registered for the instantiate stage too),
-//!   `T` is built at XLA's INSTANTIATE stage, once per custom call in each compiled executable,
-//!   handed to XLA (`XLA_FFI_State_Set`, with a deleter XLA runs when the executable is
-//!   destroyed) and read back at each execution (`XLA_FFI_State_Get`).
-//! - Everywhere else (torch eager, the Python path, the Rust runner's PJRT plugin, which
-//!   registers handlers for execution only, a fabricated frame), `T` comes from a process-wide
-//!   cache keyed by the op, `T` and the call's attribute values: built on the first call with
-//!   those values, shared by every later one.
+//! - Under XLA with handlers registered for the instantiate stage too (jaxlib, XLA FFI API 0.3
+//!   and later; the Rust runner's plugin, API 0.2, whose state functions take no `stage`), `T`
+//!   is built at XLA's INSTANTIATE stage, once per custom call in each compiled executable,
+//!   handed to XLA (`XLA_FFI_State_Set`; the type's registered deleter runs when the
+//!   executable is destroyed) and read back at each execution (`XLA_FFI_State_Get`).
+//! - Everywhere else (torch eager, the Python path, a handler registered for execution only,
+//!   a fabricated frame), `T` comes from a process-wide cache keyed by the op, `T` and the
+//!   call's attribute values: built on the first call with those values, shared by every
+//!   later one.
 //!
 //! A constructor's error is the call's `[bad_state]` refusal (at XLA's instantiate stage it
 //! fails the compilation).
@@ -28,9 +29,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLoc
 /// State a kernel builds once per call site from its op's attributes: the type of an
 /// `#[state]` parameter (`#[state] table: &T`).
 ///
-/// Under jaxlib each call site of each compiled executable has its own `T`; elsewhere (torch
-/// eager, the Rust runner) call sites with equal attribute values share one, kept until the
-/// process ends, one per distinct set of values. Either way it is shared by concurrent calls:
+/// Under XLA (jaxlib, the Rust runner) each call site of each compiled executable has its own
+/// `T`, dropped with the executable; in eager calls (torch, the Python path) call sites with
+/// equal attribute values share one, kept until the process ends, one per distinct set of
+/// values. Either way it is shared by concurrent calls:
 /// read-only, or with its own locking.
 pub trait OpState: Send + Sync + Sized + 'static {
     /// Builds the state from the op's attributes (`attrs.get::<i64>("n")`); an error is the
@@ -143,10 +145,10 @@ fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
     Ok(t)
 }
 
-/// The frame's API table if it has the state functions (FFI API 0.3 or later: 0.2 had another
-/// layout of their arguments).
+/// The frame's API table if it has the state functions (FFI API 0.2, the Rust runner's
+/// plugin, and 0.3 and later, whose arguments have a `stage`).
 fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
-    api_table(frame).filter(|t| t.head.api_version.minor_version >= 3)
+    api_table(frame).filter(|t| t.head.api_version.minor_version >= 2)
 }
 
 /// XLA's deleter of a state of type `T`.
@@ -208,16 +210,45 @@ fn type_id<T: 'static>(op: &str, t: &XLA_FFI_Api_ThreadPool) -> Result<i64, OpEr
     Ok(id.type_id)
 }
 
-/// `XLA_FFI_State_Set`/`Get`'s arguments for `cx`'s call site: the state set at the instantiate
-/// stage (on CPU the one XLA keeps per custom call).
-fn state_args(cx: &CallCx<'_>, id: &mut XLA_FFI_TypeId, state: *mut c_void) -> XLA_FFI_State_Args {
-    XLA_FFI_State_Args {
-        struct_size: size_of::<XLA_FFI_State_Args>(),
-        extension_start: null_mut(),
-        ctx: cx.frame.ctx.cast(),
-        stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
-        type_id: id,
-        state,
+/// Calls `XLA_FFI_State_Set` or `Get` (`f`) of table `t` for `cx`'s call site with the layout
+/// of `t`'s version: the state set at the instantiate stage (on CPU the one XLA keeps per
+/// custom call). Returns XLA's error (null on success) and the state field afterwards.
+///
+/// # Safety
+/// `f` is `t`'s `state_set` or `state_get`, and `cx` the call it is made for; for a set,
+/// `state` is an object of the type registered as `type_id`, which XLA takes on success.
+unsafe fn call_state(
+    t: &XLA_FFI_Api_ThreadPool,
+    f: XLA_FFI_State_Set,
+    cx: &CallCx<'_>,
+    type_id: i64,
+    state: *mut c_void,
+) -> (*mut XLA_FFI_Error, *mut c_void) {
+    let mut id = XLA_FFI_TypeId { type_id };
+    if t.head.api_version.minor_version == 2 {
+        let mut args = XLA_FFI_State_Args_V2 {
+            struct_size: size_of::<XLA_FFI_State_Args_V2>(),
+            extension_start: null_mut(),
+            ctx: cx.frame.ctx.cast(),
+            type_id: &mut id,
+            state,
+        };
+        // SAFETY: a 0.2 table's function reads its arguments in the 0.2 layout (the pointer's
+        // declared type is the later one); the caller's contract for the rest.
+        let err = unsafe { f((&raw mut args).cast()) };
+        (err, args.state)
+    } else {
+        let mut args = XLA_FFI_State_Args {
+            struct_size: size_of::<XLA_FFI_State_Args>(),
+            extension_start: null_mut(),
+            ctx: cx.frame.ctx.cast(),
+            stage: XLA_FFI_EXECUTION_STAGE_INSTANTIATE,
+            type_id: &mut id,
+            state,
+        };
+        // SAFETY: the caller's contract.
+        let err = unsafe { f(&mut args) };
+        (err, args.state)
     }
 }
 
@@ -231,14 +262,11 @@ pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
     let Some(set) = t.state_set else {
         return Ok(());
     };
-    let mut id = XLA_FFI_TypeId {
-        type_id: type_id::<T>(cx.op, t)?,
-    };
+    let id = type_id::<T>(cx.op, t)?;
     let state = Box::into_raw(Box::new(build::<T>(cx)?));
-    let mut args = state_args(cx, &mut id, state.cast());
-    // SAFETY: XLA's function with valid arguments; on success XLA owns `state` and deletes it
-    // with `drop_state::<T>`.
-    let err = unsafe { set(&mut args) };
+    // SAFETY: XLA's function for this call, a `T` of the type registered as `id`; on success
+    // XLA owns `state` and deletes it with `drop_state::<T>`.
+    let (err, _) = unsafe { call_state(t, set, cx, id, state.cast()) };
     if !err.is_null() {
         // Whether XLA kept the pointer is not said: the state is leaked, never freed twice.
         destroy_error(t, err);
@@ -264,15 +292,13 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
             .get(&(api, TypeId::of::<T>()))
             .copied();
         if let (true, Some(type_id)) = (instantiated, type_id) {
-            let mut id = XLA_FFI_TypeId { type_id };
-            let mut args = state_args(cx, &mut id, null_mut());
-            // SAFETY: XLA's function with valid arguments; it writes the object set at this
-            // call site's instantiate stage, of the type id asked for.
-            let err = unsafe { get(&mut args) };
-            if err.is_null() && !args.state.is_null() {
+            // SAFETY: XLA's function for this call; it writes the object set at this call
+            // site's instantiate stage, of the type id asked for.
+            let (err, state) = unsafe { call_state(t, get, cx, type_id, null_mut()) };
+            if err.is_null() && !state.is_null() {
                 // SAFETY: the `Box<T>` `instantiate` gave XLA for this call site (XLA checked
                 // the type id), alive until the executable is destroyed, after this call.
-                return Ok(StateRef::Xla(unsafe { &*args.state.cast::<T>() }));
+                return Ok(StateRef::Xla(unsafe { &*state.cast::<T>() }));
             }
             if !err.is_null() {
                 destroy_error(t, err);

@@ -181,7 +181,7 @@ impl Client {
             unsafe {
                 self.inner
                     .plugin
-                    .register_handler(&schema.target, handler as *mut c_void)?
+                    .register_op_handler(&schema.target, handler as *mut c_void)?
             };
             targets.push(schema.target.clone());
         }
@@ -239,8 +239,9 @@ impl Client {
             // plain address here and registered as such.
             let sym: libloading::Symbol<'static, *mut c_void> = unsafe { lib.get(&name) }
                 .map_err(|e| fail(format!("handler `{symbol}` of `{target}`: {e}")))?;
-            // SAFETY: a generated handler of a library that stays loaded.
-            unsafe { self.inner.plugin.register_handler(target, *sym)? };
+            // SAFETY: a generated handler of a library that stays loaded (it returns at once
+            // at the stages it does nothing at).
+            unsafe { self.inner.plugin.register_op_handler(target, *sym)? };
             targets.push(target.to_string());
         }
         targets.sort();

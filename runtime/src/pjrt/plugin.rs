@@ -39,6 +39,9 @@ pub struct Plugin {
     /// process-wide in the plugin, and the plugin keeps the first registration of a name
     /// silently, so the runner remembers what it registered to refuse a different second one.
     pub(super) registered: Mutex<HashMap<String, usize>>,
+    /// The address of the plugin's XLA FFI API table (0 if its probe saw none), found at the
+    /// first registration of a customop handler.
+    pub(super) xla_api: OnceLock<usize>,
 }
 
 // SAFETY: a `Plugin` holds the plugin's API table and FFI extension (immutable function
@@ -266,6 +269,7 @@ impl Plugin {
             stablehlo_current: None,
             stablehlo_minimum: None,
             registered: Mutex::new(HashMap::new()),
+            xla_api: OnceLock::new(),
         };
         let mut init = sys::PJRT_Plugin_Initialize_Args::new();
         plugin.call("PJRT_Plugin_Initialize", api.plugin_initialize, &mut init)?;

@@ -27,6 +27,43 @@ fn the_installed_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
 }
 
 #[test]
+fn the_plugins_xla_ffi_table_is_api_0_2_and_takes_our_stage_and_state_structs() {
+    use crate::ffi::abi::*;
+    let plugin = Plugin::installed().unwrap();
+    // Found through the registration probe: the plugin's own table, version 0.2.
+    let t = plugin
+        .xla_api_for_tests()
+        .expect("the plugin's XLA FFI table");
+    assert_eq!(
+        (
+            t.head.api_version.major_version,
+            t.head.api_version.minor_version
+        ),
+        (0, 2)
+    );
+    assert!(t.head.struct_size >= size_of::<XLA_FFI_Api_ThreadPool>());
+    // Given struct_size 0, each function names the size it reads: ours.
+    // SAFETY: the pinned plugin's functions check struct_size first (what this test shows).
+    let messages = unsafe { plugin.probe_xla_struct_sizes() };
+    let want = [
+        (
+            "XLA_FFI_Handler_Register",
+            XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
+        ),
+        ("XLA_FFI_State_Set_Args", size_of::<XLA_FFI_State_Args_V2>()),
+        ("XLA_FFI_State_Get_Args", size_of::<XLA_FFI_State_Args_V2>()),
+    ];
+    assert_eq!(messages.len(), want.len(), "{messages:?}");
+    for (m, (name, size)) in messages.iter().zip(want) {
+        assert!(
+            m.contains(name) && m.contains(&format!("expected {size}, got 0")),
+            "{m}"
+        );
+    }
+    assert_eq!(XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE, 84);
+}
+
+#[test]
 fn a_configured_path_that_is_wrong_is_an_error_never_a_fallback() {
     // SAFETY: neither path is loaded: one does not exist, the other is no library.
     let e = unsafe { Plugin::locate_from(Some("/nonexistent/plugin.so".into())) }.unwrap_err();

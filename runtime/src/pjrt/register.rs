@@ -4,8 +4,11 @@
 use super::error::RunError;
 use super::plugin::Plugin;
 use super::sys;
+use crate::ffi::abi::*;
+use crate::ffi::table::destroy_error;
 use std::ffi::c_void;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// XLA's handler registry is a process-wide map without a lock of its own (in the XLA
 /// versions the plugins ship): registering a handler while another thread compiles (which
@@ -16,11 +19,36 @@ pub(super) fn handler_registry() -> &'static RwLock<()> {
     &LOCK
 }
 
+/// The custom call target under which the runner registers [`api_probe`] to learn the address
+/// of the plugin's XLA FFI API table (never called by a program).
+const API_PROBE_TARGET: &str = "customop.xla_ffi_api_probe";
+
+/// The API table [`api_probe`] last saw, read under the registry's exclusive lock.
+static PROBED_API: AtomicPtr<XLA_FFI_Api> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A handler that records the API table of the frames it is given: XLA calls it at
+/// registration with its metadata probe, whose frame carries the table (as executions'
+/// frames do). It answers the probe as every customop handler does and does nothing else.
+unsafe extern "C" fn api_probe(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error {
+    if !frame.is_null() {
+        // SAFETY: XLA's call frame, valid for this call.
+        let api = unsafe { (*frame).api };
+        if !api.is_null() {
+            PROBED_API.store(api.cast_mut(), Ordering::SeqCst);
+        }
+    }
+    // SAFETY: the frame XLA passed, valid for this call.
+    unsafe { crate::ffi::handle(frame, API_PROBE_TARGET, |_| Ok(())) }
+}
+
+/// The platform name handlers are registered for.
+const PLATFORM: &str = "Host";
+
 impl Plugin {
     /// Registers `handler` for custom call target `target` on the host platform, through the
-    /// plugin's FFI extension (process-wide, for every client of this plugin). The same
-    /// handler again is a no-op; another handler for a registered target is refused (the
-    /// plugin would keep the first one and say nothing).
+    /// plugin's FFI extension (process-wide, for every client of this plugin), for XLA's
+    /// execution stage only. The same handler again is a no-op; another handler for a
+    /// registered target is refused (the plugin would keep the first one and say nothing).
     ///
     /// # Safety
     /// `handler` must be an XLA FFI handler, `XLA_FFI_Error* (XLA_FFI_CallFrame*)`, that stays
@@ -30,14 +58,35 @@ impl Plugin {
         target: &str,
         handler: *mut c_void,
     ) -> Result<(), RunError> {
-        let Some(ffi) = self.ffi else {
-            return Err(RunError::Plugin {
-                path: self.path().to_path_buf(),
-                message: "the plugin has no FFI extension: custom call handlers cannot be \
-                          registered"
-                    .into(),
-            });
-        };
+        // SAFETY: the caller's contract.
+        unsafe { self.register(target, handler, false) }
+    }
+
+    /// [`Plugin::register_handler`] for a handler customop generated: registered for XLA's
+    /// instantiate stage too (where an op with `#[state]` builds it, once per call site of each
+    /// executable), through the plugin's own XLA FFI table where its version (0.2) is known;
+    /// otherwise for execution only (states then come from the process cache).
+    ///
+    /// # Safety
+    /// As for [`Plugin::register_handler`], and `handler` returns at once at stages it does
+    /// nothing at (as every generated handler does).
+    pub(crate) unsafe fn register_op_handler(
+        &self,
+        target: &str,
+        handler: *mut c_void,
+    ) -> Result<(), RunError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.register(target, handler, true) }
+    }
+
+    /// # Safety
+    /// As for [`Plugin::register_op_handler`] when `staged`, else [`Plugin::register_handler`].
+    unsafe fn register(
+        &self,
+        target: &str,
+        handler: *mut c_void,
+        staged: bool,
+    ) -> Result<(), RunError> {
         // Exclusive: no compilation anywhere in the process looks handlers up meanwhile.
         let _registry = handler_registry()
             .write()
@@ -53,13 +102,41 @@ impl Plugin {
             }
             None => {}
         }
+        let table = if staged {
+            // SAFETY: the registry's lock is held exclusively (the probe's contract).
+            unsafe { self.xla_api_locked(&mut done)? }
+        } else {
+            None
+        };
+        match table {
+            // SAFETY: the caller's contract; the table is the plugin's, of API 0.2.
+            Some(t) => unsafe { self.register_with_stages(t, target, handler)? },
+            // SAFETY: the caller's contract.
+            None => unsafe { self.register_execute(target, handler)? },
+        }
+        done.insert(target.to_string(), handler as usize);
+        Ok(())
+    }
+
+    /// Registers `handler` for execution through the PJRT FFI extension.
+    ///
+    /// # Safety
+    /// As for [`Plugin::register_handler`]; the registry's lock is held exclusively.
+    unsafe fn register_execute(&self, target: &str, handler: *mut c_void) -> Result<(), RunError> {
+        let Some(ffi) = self.ffi else {
+            return Err(RunError::Plugin {
+                path: self.path().to_path_buf(),
+                message: "the plugin has no FFI extension: custom call handlers cannot be \
+                          registered"
+                    .into(),
+            });
+        };
         let Some(register) = ffi.register_handler else {
             return Err(RunError::Plugin {
                 path: self.path().to_path_buf(),
                 message: "the FFI extension has no register_handler".into(),
             });
         };
-        const PLATFORM: &str = "Host";
         let mut args = sys::PJRT_FFI_Register_Handler_Args {
             struct_size: sys::PJRT_FFI_Register_Handler_Args::STRUCT_SIZE,
             target_name: target.as_ptr().cast(),
@@ -73,11 +150,97 @@ impl Plugin {
         // layout, the one this plugin reads); the strings outlive the call (the plugin copies
         // them); `handler` is valid for the process (this function's contract).
         let err = unsafe { register(&mut args) };
-        self.check("PJRT_FFI_Register_Handler", err)?;
-        done.insert(target.to_string(), handler as usize);
-        Ok(())
+        self.check("PJRT_FFI_Register_Handler", err)
     }
 
+    /// The plugin's XLA FFI API table, if its version is one whose handler registration the
+    /// runner describes (0.2): found once, by registering [`api_probe`] through the PJRT FFI
+    /// extension (XLA calls it with a frame that carries the table).
+    ///
+    /// # Safety
+    /// The registry's lock is held exclusively (the probe's static is read after it ran);
+    /// `done` is this plugin's registered map.
+    unsafe fn xla_api_locked(
+        &self,
+        done: &mut std::collections::HashMap<String, usize>,
+    ) -> Result<Option<&'static XLA_FFI_Api_ThreadPool>, RunError> {
+        let api = match self.xla_api.get() {
+            Some(&a) => a,
+            None => {
+                PROBED_API.store(core::ptr::null_mut(), Ordering::SeqCst);
+                // SAFETY: `api_probe` is a handler of this library, valid for the process.
+                unsafe { self.register_execute(API_PROBE_TARGET, api_probe as *mut c_void)? };
+                done.insert(API_PROBE_TARGET.into(), api_probe as *const () as usize);
+                let a = PROBED_API.load(Ordering::SeqCst) as usize;
+                let _ = self.xla_api.set(a);
+                a
+            }
+        };
+        if api == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the table XLA handed `api_probe`: static in the plugin, which is never
+        // unloaded; its head is the same in every version.
+        let head = unsafe { &*(api as *const XLA_FFI_Api) };
+        if head.api_version.major_version != XLA_FFI_API_MAJOR
+            || head.api_version.minor_version != 2
+            || head.struct_size < size_of::<XLA_FFI_Api_ThreadPool>()
+        {
+            return Ok(None);
+        }
+        // SAFETY: a 0.2 table is that long (checked), its fields in the order described.
+        Ok(Some(unsafe { &*(api as *const XLA_FFI_Api_ThreadPool) }))
+    }
+
+    /// Registers `handler` for XLA's instantiate and execute stages through the plugin's own
+    /// `XLA_FFI_Handler_Register` (API 0.2 arguments).
+    ///
+    /// # Safety
+    /// As for [`Plugin::register_op_handler`]; `t` is the plugin's table, of API 0.2.
+    unsafe fn register_with_stages(
+        &self,
+        t: &XLA_FFI_Api_ThreadPool,
+        target: &str,
+        handler: *mut c_void,
+    ) -> Result<(), RunError> {
+        let fail = |message: String| RunError::Plugin {
+            path: self.path().to_path_buf(),
+            message,
+        };
+        let Some(register) = t.handler_register else {
+            return Err(fail(
+                "its XLA FFI table has no XLA_FFI_Handler_Register".into(),
+            ));
+        };
+        // SAFETY: `handler` is an XLA FFI handler (the caller's contract): a function of
+        // exactly this signature.
+        let h: XLA_FFI_Handler =
+            unsafe { core::mem::transmute::<*mut c_void, XLA_FFI_Handler>(handler) };
+        let mut args = XLA_FFI_Handler_Register_Args_V2 {
+            struct_size: XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
+            extension_start: core::ptr::null_mut(),
+            name: XLA_FFI_ByteSpan {
+                ptr: target.as_ptr().cast(),
+                len: target.len(),
+            },
+            platform: XLA_FFI_ByteSpan {
+                ptr: PLATFORM.as_ptr().cast(),
+                len: PLATFORM.len(),
+            },
+            bundle: [Some(h), None, None, Some(h)],
+            traits: 0,
+        };
+        // SAFETY: the 0.2 table's function with its 0.2 arguments; the strings outlive the
+        // call (XLA copies them); the handler is valid for the process.
+        let err = unsafe { register((&raw mut args).cast()) };
+        if err.is_null() {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "XLA_FFI_Handler_Register refused `{target}`: {}",
+            take_message(t, err)
+        )))
+    }
     /// Calls the FFI extension's `register_handler` with `struct_size` set to 0, which the
     /// plugin refuses with a message naming the size it expects (used by the tests to hold
     /// `PJRT_FFI_Register_Handler_Args::STRUCT_SIZE` to the plugin's own).
@@ -103,5 +266,83 @@ impl Plugin {
         // the expected size); the pointers are never read.
         let err = unsafe { register(&mut args) };
         self.check("PJRT_FFI_Register_Handler", err)
+    }
+}
+
+/// The message of an error `t`'s functions returned, which is then destroyed.
+fn take_message(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error) -> String {
+    let mut message = String::from("(no message)");
+    if let Some(f) = t.error_get_details {
+        let mut args = XLA_FFI_Error_GetDetails_Args {
+            struct_size: size_of::<XLA_FFI_Error_GetDetails_Args>(),
+            extension_start: core::ptr::null_mut(),
+            error: err,
+            message: core::ptr::null(),
+            errc: 0,
+        };
+        // SAFETY: a live error of this table; the message it writes is owned by the error.
+        unsafe { f(&mut args) };
+        if !args.message.is_null() {
+            // SAFETY: a NUL-terminated message owned by the error, read before it is destroyed.
+            message = unsafe { std::ffi::CStr::from_ptr(args.message) }
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    destroy_error(t, err);
+    message
+}
+
+#[cfg(test)]
+impl Plugin {
+    /// The plugin's XLA FFI table (registering the probe if no customop handler was).
+    pub(super) fn xla_api_for_tests(&self) -> Option<&'static XLA_FFI_Api_ThreadPool> {
+        let _registry = handler_registry()
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut done = self.registered.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the registry's lock is held exclusively.
+        unsafe { self.xla_api_locked(&mut done) }.ok().flatten()
+    }
+
+    /// The messages of the plugin's `XLA_FFI_Handler_Register`, `State_Set` and `State_Get`
+    /// given arguments whose `struct_size` is 0: each names the size it expects.
+    ///
+    /// # Safety
+    /// The plugin's XLA functions check `struct_size` before reading anything else (the
+    /// pinned CPU plugin's do: they name the size they expect); every other field is zero.
+    pub(super) unsafe fn probe_xla_struct_sizes(&self) -> Vec<String> {
+        let Some(t) = self.xla_api_for_tests() else {
+            return Vec::new();
+        };
+        let fns: [Option<unsafe extern "C" fn(*mut c_void) -> *mut XLA_FFI_Error>; 3] = [
+            t.handler_register,
+            // SAFETY: one pointer type for another: only the argument's declared type differs.
+            t.state_set.map(|f| unsafe {
+                core::mem::transmute::<
+                    XLA_FFI_State_Set,
+                    unsafe extern "C" fn(*mut c_void) -> *mut XLA_FFI_Error,
+                >(f)
+            }),
+            // SAFETY: as above.
+            t.state_get.map(|f| unsafe {
+                core::mem::transmute::<
+                    XLA_FFI_State_Get,
+                    unsafe extern "C" fn(*mut c_void) -> *mut XLA_FFI_Error,
+                >(f)
+            }),
+        ];
+        let mut messages = Vec::new();
+        for f in fns.into_iter().flatten() {
+            let mut zeros = [0u64; 16];
+            // SAFETY: XLA's function, which refuses a `struct_size` of 0 before reading on.
+            let err = unsafe { f(zeros.as_mut_ptr().cast()) };
+            messages.push(if err.is_null() {
+                "(no error)".into()
+            } else {
+                take_message(t, err)
+            });
+        }
+        messages
     }
 }
