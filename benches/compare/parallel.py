@@ -7,10 +7,16 @@ process, one run (and the same pair through the Rust runner):
 with `customop::parallel`; `example::layer_norm_serial` is the same per-row code on one thread;
 the jnp version is layer norm written in jax.numpy, which XLA fuses and runs on its own pool.
 Each figure is the median of 15 rounds of 20 calls under `jax.jit` after a warm-up, the three
-functions' rounds interleaved, inputs on the device, outputs awaited every call. The machine's load (os.getloadavg) is printed with it.
+functions' rounds interleaved, inputs on the device, outputs awaited every call. The machine's
+load (os.getloadavg) is printed with it, and each function's minor page faults per call: a
+16 MB result buffer that the allocator gave back to the OS since the last call is faulted in
+again by whoever writes it first (here the kernel), which can triple a call's time. run.sh
+runs this twice, as is and with glibc's heap kept (GLIBC_TUNABLES), and then times what two
+plain threads gain over one on this machine with no XLA at all (pjrt_bench --ceiling).
 """
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,19 +35,25 @@ EPS = float(np.float32(1e-5))
 WARMUP = 10
 
 
-def per_call(fns, *args, rounds=ROUNDS, calls=CALLS):
+def per_call(fns, *args, rounds=ROUNDS, calls=CALLS, faults=None):
     """Median time per call (us) of each of `fns` after WARMUP calls each, rounds interleaved
-    (par, serial, jnp, par, ...) so that a slow stretch of the machine hits all of them alike."""
+    (par, serial, jnp, par, ...) so that a slow stretch of the machine hits all of them alike.
+    If `faults` is a list, each function's minor page faults per timed call are appended."""
     for f in fns:
         for _ in range(WARMUP):
             jax.block_until_ready(f(*args))
     times = [[] for _ in fns]
+    faulted = [0 for _ in fns]
     for _ in range(rounds):
         for k, f in enumerate(fns):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t = time.perf_counter()
             for _ in range(calls):
                 jax.block_until_ready(f(*args))
             times[k].append((time.perf_counter() - t) / calls * 1e6)
+            faulted[k] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    if faults is not None:
+        faults.extend(n / (rounds * calls) for n in faulted)
     return [statistics.median(t) for t in times]
 
 
@@ -64,13 +76,15 @@ def main():
     ref = jax.jit(layer_norm_jnp)
     np.testing.assert_allclose(np.asarray(par(x, w, b)), np.asarray(ref(x, w, b)), atol=1e-4)
     threads = int(jax.jit(lambda v: ops.pool_probe(v, panic_at=-1))(np.zeros(8, np.float32))[0])
-    print("cores %d, XLA's intra-op pool %d threads, load average before %.2f"
-          % (os.cpu_count(), threads, os.getloadavg()[0]))
-    times = per_call([par, serial, ref], x, w, b)
+    print("cores %d, XLA's intra-op pool %d threads, load average before %.2f, GLIBC_TUNABLES %s"
+          % (os.cpu_count(), threads, os.getloadavg()[0],
+             os.environ.get("GLIBC_TUNABLES", "unset")))
+    faults = []
+    times = per_call([par, serial, ref], x, w, b, faults=faults)
     rows = list(zip(["layer_norm_par (XLA's pool)", "layer_norm_serial (one thread)",
                      "layer norm in jnp"], times))
-    for name, us in rows:
-        print("jax.jit  %-32s %9.1f us per call" % (name, us))
+    for (name, us), n in zip(rows, faults):
+        print("jax.jit  %-32s %9.1f us per call, %6.0f page faults per call" % (name, us, n))
     p, s, j = (r[1] for r in rows)
     print("jax.jit  speed-up serial / par: %.2fx (goal >= 1.8 on 2 cores)" % (s / p))
     print("jax.jit  par / jnp: %.2f (goal <= 1.0)" % (p / j))
@@ -82,6 +96,13 @@ def main():
         print("runner   layer_norm_par %9.1f us, layer_norm_serial %9.1f us (best of %d rounds)"
               % (r["par_us"], r["serial_us"], ROUNDS))
         print("runner   speed-up serial / par: %.2fx" % (r["serial_us"] / r["par_us"]))
+        out = subprocess.run([bench, "--kernels", os.environ["CUSTOMOP_KERNELS"], "--ceiling",
+                              str(CALLS), str(ROUNDS)], check=True, capture_output=True, text=True)
+        c = json.loads(out.stdout.strip().splitlines()[-1])
+        print("ceiling  no XLA, 2 plain threads vs 1 (medians): 16 MB copy %.0f / %.0f us = "
+              "%.2fx; layer_norm_serial's rows %.0f / %.0f us = %.2fx"
+              % (c["copy_1t_us"], c["copy_2t_us"], c["copy_1t_us"] / c["copy_2t_us"],
+                 c["ln_1t_us"], c["ln_2t_us"], c["ln_1t_us"] / c["ln_2t_us"]))
     print("load average after %.2f" % os.getloadavg()[0])
 
 

@@ -33,6 +33,10 @@ if [ "${1:-}" = "--parallel" ]; then
   export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
   export PYTHONPATH="$PWD/python"
   target/xla-venv/bin/python benches/compare/parallel.py "$PWD/target/release/pjrt_bench"
+  # Again with glibc's heap kept: XLA's 16 MB result buffers are reused rather than given back
+  # to the OS and faulted in again, so the kernels' own times are compared.
+  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824 \
+    target/xla-venv/bin/python benches/compare/parallel.py
   exec target/torch-venv/bin/python benches/compare/parallel_torch.py
 fi
 if [ "${1:-}" = "--torch-cpp" ]; then
