@@ -732,6 +732,13 @@ fn kernels_run_on_the_plugins_thread_pool() {
     assert!(e.to_string().contains("holds index 40"), "{e}");
 }
 
+/// Held by each test that counts `example::windowed`'s states, so that no other runs
+/// meanwhile (the counters are the process's).
+fn state_counters() -> std::sync::MutexGuard<'static, ()> {
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    COUNTING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_executable() {
     // The runner registers customop handlers for XLA's instantiate stage too (through the
@@ -764,8 +771,7 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
     };
     let c = client();
     let x = HostTensor::vector(&[1.0f32; 6]);
-    // The states live in this process's cache of no other test: only this test builds
-    // `windowed` states, so the counters move only here.
+    let _counting = state_counters();
     let (built0, dropped0) = (builds(), drops());
     let exe = c
         .compile(&Program::text(&program(17, 17)).unwrap())
@@ -807,4 +813,47 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
         .compile(&Program::text(&program(0, 5)).unwrap())
         .unwrap_err();
     assert_eq!(e.refusal(), Some(Refusal::BadState), "{e}");
+}
+
+#[test]
+fn state_on_two_devices_is_built_once_per_call_site() {
+    // Two call sites in a program split over 2 devices: XLA keeps one state per custom call
+    // of the executable, shared by the devices that run it.
+    let text = r#"module @m attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    %0 = stablehlo.custom_call @example.windowed(%x) {api_version = 4 : i32, backend_config = {n = 5 : i64}} : (tensor<8xf32>) -> tensor<8xf32>
+    %1 = stablehlo.custom_call @example.windowed(%0) {api_version = 4 : i32, backend_config = {n = 3 : i64}} : (tensor<8xf32>) -> tensor<8xf32>
+    return %1 : tensor<8xf32>
+  }
+}"#;
+    let _registered = client();
+    let _counting = state_counters();
+    // SAFETY: the example cdylib (loaded by `client()`), and its counter's signature as the
+    // kernel crate declares it.
+    let builds = || unsafe {
+        let lib = libloading::Library::new(example_kernels()).unwrap();
+        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
+            lib.get(b"example_state_builds\0").unwrap();
+        f()
+    };
+    let two = Client::cpu(2).unwrap();
+    let before = builds();
+    let exe = two.compile(&Program::text(text).unwrap()).unwrap();
+    let x: Vec<f32> = (0..8).map(|i| 1.0 + i as f32).collect();
+    let mut out = Vec::new();
+    for _ in 0..100 {
+        out = exe.run(&[HostTensor::vector(&x)]).unwrap();
+    }
+    let built = builds() - before;
+    let y = out[0].to_vec::<f32>().unwrap();
+    let hann = |n: usize, i: usize| {
+        let last = (n - 1) as f64;
+        (0.5 - 0.5 * (2.0 * std::f64::consts::PI * (i % n) as f64 / last).cos()) as f32
+    };
+    for i in 0..8 {
+        let want = x[i] * hann(5, i) * hann(3, i);
+        assert!((y[i] - want).abs() < 1e-5, "{y:?}");
+    }
+    assert_eq!(built, 2);
 }
