@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLoc
 /// read-only, or with its own locking.
 pub trait OpState: Send + Sync + Sized + 'static {
     /// Builds the state from the op's attributes (`attrs.get::<i64>("n")`); an error is the
-    /// call's `[bad_state]` refusal.
+    /// call's `[bad_state]` refusal. Under XLA it runs during compilation (`jax.jit`,
+    /// `Client::compile`), so it must not itself compile programs or register handlers.
     fn build(attrs: &StateAttrs<'_, '_>) -> Result<Self, OpError>;
 }
 

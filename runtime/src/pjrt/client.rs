@@ -195,7 +195,9 @@ impl Client {
     /// # Safety
     /// `path` must be a kernel library built with customop (or one whose
     /// `customop_manifest()` is as truthful): every `handler_symbol` its manifest names must be
-    /// an XLA FFI handler. Loading the library runs its initialisers.
+    /// an XLA FFI handler that, as customop's do, returns at once at the stages it does
+    /// nothing at (they are registered for XLA's instantiate stage too). Loading the library
+    /// runs its initialisers.
     pub unsafe fn register_library(&self, path: &Path) -> Result<Vec<String>, RunError> {
         let fail = |message: String| RunError::Library {
             path: path.to_path_buf(),

@@ -42,6 +42,9 @@ pub struct Plugin {
     /// The address of the plugin's XLA FFI API table (0 if its probe saw none), found at the
     /// first registration of a customop handler.
     pub(super) xla_api: OnceLock<usize>,
+    /// Set by [`Plugin::installed`] once the file's hash is the tested plugin's: only then does
+    /// the runner rely on the XLA FFI layouts measured on that plugin (the instantiate stage).
+    pub(super) verified: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: a `Plugin` holds the plugin's API table and FFI extension (immutable function
@@ -126,6 +129,7 @@ impl Plugin {
         // SAFETY: the file is the CPU plugin the set-up installed, byte for byte (its hash),
         // whose API version and struct layouts the layout test checked.
         let p = unsafe { Plugin::load(&path) }?;
+        p.verified.store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(VERIFIED.get_or_init(|| p))
     }
 
@@ -270,6 +274,7 @@ impl Plugin {
             stablehlo_minimum: None,
             registered: Mutex::new(HashMap::new()),
             xla_api: OnceLock::new(),
+            verified: std::sync::atomic::AtomicBool::new(false),
         };
         let mut init = sys::PJRT_Plugin_Initialize_Args::new();
         plugin.call("PJRT_Plugin_Initialize", api.plugin_initialize, &mut init)?;

@@ -61,6 +61,19 @@ fn the_plugins_xla_ffi_table_is_api_0_2_and_takes_our_stage_and_state_structs() 
         );
     }
     assert_eq!(XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE, 84);
+    // A null handler is refused before the plugin sees it, on either path.
+    for staged in [false, true] {
+        // SAFETY: null is refused before anything is registered or called.
+        let e = unsafe {
+            if staged {
+                plugin.register_op_handler("customop.test_null", core::ptr::null_mut())
+            } else {
+                plugin.register_handler("customop.test_null", core::ptr::null_mut())
+            }
+        }
+        .unwrap_err();
+        assert!(e.to_string().contains("is null"), "{e}");
+    }
 }
 
 #[test]

@@ -64,8 +64,10 @@ impl Plugin {
 
     /// [`Plugin::register_handler`] for a handler customop generated: registered for XLA's
     /// instantiate stage too (where an op with `#[state]` builds it, once per call site of each
-    /// executable), through the plugin's own XLA FFI table where its version (0.2) is known;
-    /// otherwise for execution only (states then come from the process cache).
+    /// executable), through the plugin's own XLA FFI table, when the plugin is the tested one
+    /// ([`Plugin::installed`], its XLA FFI API 0.2); otherwise for execution only (states then
+    /// come from the process cache). A target already registered for execution only (by
+    /// [`Plugin::register_handler`]) stays so.
     ///
     /// # Safety
     /// As for [`Plugin::register_handler`], and `handler` returns at once at stages it does
@@ -87,6 +89,11 @@ impl Plugin {
         handler: *mut c_void,
         staged: bool,
     ) -> Result<(), RunError> {
+        if handler.is_null() {
+            return Err(RunError::Input(format!(
+                "the handler given for `{target}` is null"
+            )));
+        }
         // Exclusive: no compilation anywhere in the process looks handlers up meanwhile.
         let _registry = handler_registry()
             .write()
@@ -104,7 +111,7 @@ impl Plugin {
         }
         let table = if staged {
             // SAFETY: the registry's lock is held exclusively (the probe's contract).
-            unsafe { self.xla_api_locked(&mut done)? }
+            unsafe { self.xla_api_locked(&mut done) }
         } else {
             None
         };
@@ -153,9 +160,10 @@ impl Plugin {
         self.check("PJRT_FFI_Register_Handler", err)
     }
 
-    /// The plugin's XLA FFI API table, if its version is one whose handler registration the
-    /// runner describes (0.2): found once, by registering [`api_probe`] through the PJRT FFI
-    /// extension (XLA calls it with a frame that carries the table).
+    /// The plugin's XLA FFI API table, if the plugin is the tested one (its hash checked by
+    /// [`Plugin::installed`]; the 0.2 layouts were measured on it) and the table says 0.2:
+    /// found once, by registering [`api_probe`] through the PJRT FFI extension (XLA calls it
+    /// with a frame that carries the table). If the probe cannot be registered, none.
     ///
     /// # Safety
     /// The registry's lock is held exclusively (the probe's static is read after it ran);
@@ -163,21 +171,31 @@ impl Plugin {
     unsafe fn xla_api_locked(
         &self,
         done: &mut std::collections::HashMap<String, usize>,
-    ) -> Result<Option<&'static XLA_FFI_Api_ThreadPool>, RunError> {
+    ) -> Option<&'static XLA_FFI_Api_ThreadPool> {
+        if !self.verified.load(Ordering::SeqCst) {
+            return None;
+        }
         let api = match self.xla_api.get() {
             Some(&a) => a,
             None => {
                 PROBED_API.store(core::ptr::null_mut(), Ordering::SeqCst);
                 // SAFETY: `api_probe` is a handler of this library, valid for the process.
-                unsafe { self.register_execute(API_PROBE_TARGET, api_probe as *mut c_void)? };
-                done.insert(API_PROBE_TARGET.into(), api_probe as *const () as usize);
-                let a = PROBED_API.load(Ordering::SeqCst) as usize;
+                let probed =
+                    unsafe { self.register_execute(API_PROBE_TARGET, api_probe as *mut c_void) };
+                let a = match probed {
+                    Ok(()) => {
+                        done.insert(API_PROBE_TARGET.into(), api_probe as *const () as usize);
+                        PROBED_API.load(Ordering::SeqCst) as usize
+                    }
+                    // No table: the caller registers for execution only.
+                    Err(_) => 0,
+                };
                 let _ = self.xla_api.set(a);
                 a
             }
         };
         if api == 0 {
-            return Ok(None);
+            return None;
         }
         // SAFETY: the table XLA handed `api_probe`: static in the plugin, which is never
         // unloaded; its head is the same in every version.
@@ -186,10 +204,10 @@ impl Plugin {
             || head.api_version.minor_version != 2
             || head.struct_size < size_of::<XLA_FFI_Api_ThreadPool>()
         {
-            return Ok(None);
+            return None;
         }
         // SAFETY: a 0.2 table is that long (checked), its fields in the order described.
-        Ok(Some(unsafe { &*(api as *const XLA_FFI_Api_ThreadPool) }))
+        Some(unsafe { &*(api as *const XLA_FFI_Api_ThreadPool) })
     }
 
     /// Registers `handler` for XLA's instantiate and execute stages through the plugin's own
@@ -212,10 +230,9 @@ impl Plugin {
                 "its XLA FFI table has no XLA_FFI_Handler_Register".into(),
             ));
         };
-        // SAFETY: `handler` is an XLA FFI handler (the caller's contract): a function of
-        // exactly this signature.
-        let h: XLA_FFI_Handler =
-            unsafe { core::mem::transmute::<*mut c_void, XLA_FFI_Handler>(handler) };
+        // SAFETY: `handler` is an XLA FFI handler (the caller's contract; `register` refused
+        // null): a function of exactly this signature.
+        let h = unsafe { core::mem::transmute::<*mut c_void, Option<XLA_FFI_Handler>>(handler) };
         let mut args = XLA_FFI_Handler_Register_Args_V2 {
             struct_size: XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
             extension_start: core::ptr::null_mut(),
@@ -227,7 +244,7 @@ impl Plugin {
                 ptr: PLATFORM.as_ptr().cast(),
                 len: PLATFORM.len(),
             },
-            bundle: [Some(h), None, None, Some(h)],
+            bundle: [h, None, None, h],
             traits: 0,
         };
         // SAFETY: the 0.2 table's function with its 0.2 arguments; the strings outlive the
@@ -241,6 +258,7 @@ impl Plugin {
             take_message(t, err)
         )))
     }
+
     /// Calls the FFI extension's `register_handler` with `struct_size` set to 0, which the
     /// plugin refuses with a message naming the size it expects (used by the tests to hold
     /// `PJRT_FFI_Register_Handler_Args::STRUCT_SIZE` to the plugin's own).
@@ -302,7 +320,7 @@ impl Plugin {
             .unwrap_or_else(|e| e.into_inner());
         let mut done = self.registered.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the registry's lock is held exclusively.
-        unsafe { self.xla_api_locked(&mut done) }.ok().flatten()
+        unsafe { self.xla_api_locked(&mut done) }
     }
 
     /// The messages of the plugin's `XLA_FFI_Handler_Register`, `State_Set` and `State_Get`
