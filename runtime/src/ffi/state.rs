@@ -16,7 +16,7 @@
 
 use super::abi::*;
 use super::frame::{CallCx, op_err};
-use super::table::{api_table, destroy_error};
+use super::table::{api_table, bytes, destroy_error};
 use super::{AttrRef, AttrValue};
 use crate::error::{OpError, Refusal};
 use crate::types::ElementType;
@@ -370,16 +370,4 @@ fn attrs_key(cx: &CallCx<'_>) -> Vec<u8> {
         key.extend(value);
     }
     key
-}
-
-/// The `len` bytes at `p` (none for a null `p`).
-///
-/// # Safety
-/// A non-null `p` points at `len` readable bytes that outlive `'a`.
-unsafe fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
-    if p.is_null() || len == 0 {
-        return &[];
-    }
-    // SAFETY: the caller's contract.
-    unsafe { core::slice::from_raw_parts(p, len) }
 }

@@ -439,17 +439,7 @@ fn find_ffi_extension(api: &'static sys::PJRT_Api) -> Option<&'static sys::PJRT_
     None
 }
 
-/// `len` bytes at `p` (empty for null).
-///
-/// # Safety
-/// `p` must be null or point at `len` readable bytes that live as long as the result is used.
-pub(super) unsafe fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
-    if p.is_null() || len == 0 {
-        return &[];
-    }
-    // SAFETY: this function's contract.
-    unsafe { std::slice::from_raw_parts(p, len) }
-}
+pub(super) use crate::ffi::table::bytes;
 
 #[cfg(test)]
 #[path = "plugin_tests.rs"]

@@ -5,7 +5,7 @@ use super::error::RunError;
 use super::plugin::Plugin;
 use super::sys;
 use crate::ffi::abi::*;
-use crate::ffi::table::destroy_error;
+use crate::ffi::table::{table_at, take_message};
 use std::ffi::c_void;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -194,20 +194,10 @@ impl Plugin {
                 a
             }
         };
-        if api == 0 {
-            return None;
-        }
-        // SAFETY: the table XLA handed `api_probe`: static in the plugin, which is never
-        // unloaded; its head is the same in every version.
-        let head = unsafe { &*(api as *const XLA_FFI_Api) };
-        if head.api_version.major_version != XLA_FFI_API_MAJOR
-            || head.api_version.minor_version != 2
-            || head.struct_size < size_of::<XLA_FFI_Api_ThreadPool>()
-        {
-            return None;
-        }
-        // SAFETY: a 0.2 table is that long (checked), its fields in the order described.
-        Some(unsafe { &*(api as *const XLA_FFI_Api_ThreadPool) })
+        // SAFETY: 0 or the table XLA handed `api_probe`: static in the plugin, which is never
+        // unloaded.
+        unsafe { table_at(api as *const XLA_FFI_Api) }
+            .filter(|t| t.head.api_version.minor_version == 2)
     }
 
     /// Registers `handler` for XLA's instantiate and execute stages through the plugin's own
@@ -285,30 +275,6 @@ impl Plugin {
         let err = unsafe { register(&mut args) };
         self.check("PJRT_FFI_Register_Handler", err)
     }
-}
-
-/// The message of an error `t`'s functions returned, which is then destroyed.
-fn take_message(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error) -> String {
-    let mut message = String::from("(no message)");
-    if let Some(f) = t.error_get_details {
-        let mut args = XLA_FFI_Error_GetDetails_Args {
-            struct_size: size_of::<XLA_FFI_Error_GetDetails_Args>(),
-            extension_start: core::ptr::null_mut(),
-            error: err,
-            message: core::ptr::null(),
-            errc: 0,
-        };
-        // SAFETY: a live error of this table; the message it writes is owned by the error.
-        unsafe { f(&mut args) };
-        if !args.message.is_null() {
-            // SAFETY: a NUL-terminated message owned by the error, read before it is destroyed.
-            message = unsafe { std::ffi::CStr::from_ptr(args.message) }
-                .to_string_lossy()
-                .into_owned();
-        }
-    }
-    destroy_error(t, err);
-    message
 }
 
 #[cfg(test)]
