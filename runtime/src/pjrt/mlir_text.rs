@@ -4,6 +4,18 @@
 //! MLIR's lexical rules (comments, string escapes, `@"quoted"` symbols, `->`, the
 //! `{-# ... #-}` resource section) and that `( ) { } [ ] < >` nest. Text it cannot tokenize
 //! or whose brackets do not balance is an error, never a guess.
+//!
+//! The body of a dialect attribute or type (`#dialect.name<...>`, `!dialect.name<...>`, the
+//! `<` right after the name) is read as MLIR reads it: brackets and strings nest, and nothing
+//! else is special, so `//` there is text, not a comment, and `{-#` opens no resource section.
+//!
+//! Nesting is bounded ([`MAX_DEPTH`]): every walk of the tree (and its drop) recurses once per
+//! level, so a deeper text is refused by name instead of overflowing a thread's stack.
+
+/// The deepest nesting of brackets the tokenizer accepts. StableHLO from JAX and torch nests
+/// a few levels per region or attribute; reading a signature 256 levels deep fits a 512 KiB
+/// stack in a debug build (tested), far less than a thread's default 2 MiB.
+pub(super) const MAX_DEPTH: usize = 256;
 
 /// A token; `raw` is its text in the source.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,12 +126,19 @@ fn is_id_char(c: u8) -> bool {
 /// Reads `text` into a list of nodes.
 pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
     let b = text.as_bytes();
-    let mut stack: Vec<(char, usize, Vec<Node<'_>>)> = vec![('\0', 0, Vec::new())];
+    let mut stack: Vec<Frame<'_>> = vec![Frame {
+        open: '\0',
+        at: 0,
+        items: Vec::new(),
+        body: false,
+    }];
     let mut i = 0;
     let line_of = |at: usize| text[..at].matches('\n').count() + 1;
     while i < b.len() {
         let c = b[i];
         let start = i;
+        // Inside a dialect attribute's or type's body: only brackets and strings are special.
+        let body = stack.last().is_some_and(|f| f.body);
         let tok = |kind: Kind, end: usize, value: String| -> Node<'_> {
             Node::Tok(Tok {
                 kind,
@@ -132,7 +151,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
                 i += 1;
                 continue;
             }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
+            b'/' if !body && b.get(i + 1) == Some(&b'/') => {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
@@ -159,12 +178,12 @@ pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
                     tok(Kind::Sym, end, text[start + 1..end].to_string())
                 }
             }
-            b'{' if text[i..].starts_with("{-#") => {
-                stack.push(('r', i, Vec::new()));
+            b'{' if !body && text[i..].starts_with("{-#") => {
+                open(&mut stack, 'r', i, false, &line_of)?;
                 i += 3;
                 continue;
             }
-            b'#' if text[i..].starts_with("#-}") => {
+            b'#' if !body && text[i..].starts_with("#-}") => {
                 close(&mut stack, 'r', i, &line_of)?;
                 i += 3;
                 continue;
@@ -175,6 +194,13 @@ pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
                     end += 1;
                 }
                 if end == i + 1 {
+                    if body {
+                        i += 1;
+                        if let Some(top) = stack.last_mut() {
+                            top.items.push(tok(Kind::Punct, i, String::new()));
+                        }
+                        continue;
+                    }
                     return Err(format!(
                         "line {}: `{}` without a name",
                         line_of(i),
@@ -195,7 +221,19 @@ pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
                 tok(Kind::Arrow, i, String::new())
             }
             b'(' | b'{' | b'[' | b'<' => {
-                stack.push((c as char, i, Vec::new()));
+                // A `<` right after `#name` or `!name` opens a dialect body.
+                let opens_body = c == b'<'
+                    && stack
+                        .last()
+                        .and_then(|f| f.items.last())
+                        .and_then(|n| match n {
+                            Node::Tok(t) if matches!(t.kind, Kind::Hash | Kind::Bang) => Some(t),
+                            _ => None,
+                        })
+                        .is_some_and(|t| {
+                            t.raw.as_ptr() as usize + t.raw.len() == text[i..].as_ptr() as usize
+                        });
+                open(&mut stack, c as char, i, body || opens_body, &line_of)?;
                 i += 1;
                 continue;
             }
@@ -237,22 +275,22 @@ pub(super) fn parse(text: &str) -> Result<Vec<Node<'_>>, String> {
             }
         };
         if let Some(top) = stack.last_mut() {
-            top.2.push(node);
+            top.items.push(node);
         }
     }
     if stack.len() > 1 {
-        let (open, at, _) = &stack[stack.len() - 1];
+        let f = &stack[stack.len() - 1];
         return Err(format!(
             "line {}: `{}` is never closed",
-            line_of(*at),
-            if *open == 'r' {
+            line_of(f.at),
+            if f.open == 'r' {
                 "{-#".to_string()
             } else {
-                open.to_string()
+                f.open.to_string()
             }
         ));
     }
-    Ok(stack.pop().map(|s| s.2).unwrap_or_default())
+    Ok(stack.pop().map(|s| s.items).unwrap_or_default())
 }
 
 fn word_end(b: &[u8], mut i: usize) -> usize {
@@ -262,7 +300,37 @@ fn word_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-type Frame<'a> = (char, usize, Vec<Node<'a>>);
+/// An open bracket: which, where, what it holds so far, and whether it is (inside) a dialect
+/// attribute's or type's body.
+struct Frame<'a> {
+    open: char,
+    at: usize,
+    items: Vec<Node<'a>>,
+    body: bool,
+}
+
+fn open(
+    stack: &mut Vec<Frame<'_>>,
+    open: char,
+    at: usize,
+    body: bool,
+    line_of: &dyn Fn(usize) -> usize,
+) -> Result<(), String> {
+    // The bottom frame is the text itself, not a bracket.
+    if stack.len() > MAX_DEPTH {
+        return Err(format!(
+            "line {}: brackets nested deeper than {MAX_DEPTH} levels",
+            line_of(at)
+        ));
+    }
+    stack.push(Frame {
+        open,
+        at,
+        items: Vec::new(),
+        body,
+    });
+    Ok(())
+}
 
 fn close(
     stack: &mut Vec<Frame<'_>>,
@@ -270,17 +338,17 @@ fn close(
     at: usize,
     line_of: &dyn Fn(usize) -> usize,
 ) -> Result<(), String> {
-    if stack.len() < 2 || stack[stack.len() - 1].0 != open {
+    if stack.len() < 2 || stack[stack.len() - 1].open != open {
         return Err(format!(
             "line {}: a closing bracket that does not match",
             line_of(at)
         ));
     }
-    let Some((o, _, items)) = stack.pop() else {
+    let Some(f) = stack.pop() else {
         return Err("unbalanced brackets".into());
     };
     if let Some(top) = stack.last_mut() {
-        top.2.push(Node::Group(o, items));
+        top.items.push(Node::Group(f.open, f.items));
     }
     Ok(())
 }
@@ -321,4 +389,38 @@ fn string(text: &str, at: usize) -> Result<(String, usize), String> {
         }
     }
     Err("a string literal is never closed".into())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_dialect_body_is_read_as_mlir_reads_it() {
+        // `//` in a body is text: the `>` after it closes the body, as in MLIR.
+        let tree = parse("#d.x<\"s\" // (a) > 1").unwrap();
+        assert_eq!(compact(&tree), "#d.x<\"s\"//(a)>1");
+        assert_eq!(tree.len(), 3);
+        // Outside a body it is a comment to the end of the line.
+        let tree = parse("a // (a) >\nb").unwrap();
+        assert_eq!(compact(&tree), "ab");
+        // `!type<...>` bodies too, nested brackets inside, and `{-#` is no resource there.
+        let tree = parse("!d.t<[{-# x}]> y").unwrap();
+        assert_eq!(compact(&tree), "!d.t<[{-#x}]>y");
+        // A `<` after white space opens no body: `//` is a comment again.
+        assert!(parse("#d.x <a // >\n>").is_ok());
+        assert!(parse("#d.x<a // >\n>").is_err(), "the second `>` closes nothing");
+        // A lone `#` or `!` is text in a body, an error outside.
+        assert!(parse("#d.x<# !>").is_ok());
+        assert!(parse("# a").is_err());
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let ok = format!("{}{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
+        let deep = format!("{}{}", "(".repeat(MAX_DEPTH + 1), ")".repeat(MAX_DEPTH + 1));
+        assert!(parse(&deep).unwrap_err().contains("deeper than 256"));
+    }
 }
