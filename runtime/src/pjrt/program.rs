@@ -83,6 +83,10 @@ impl Program {
     }
 }
 
+/// The most devices a program's mesh may have (the product of its axis sizes); a larger mesh
+/// is refused when the signature is read.
+pub const MAX_MESH_DEVICES: i64 = 1 << 16;
+
 /// What a `customop.external` annotation says of an argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExternalSpec {
@@ -156,7 +160,22 @@ impl Signature {
         if let Some((a, n)) = self.mesh.iter().find(|(_, n)| *n <= 0) {
             return Err(RunError::Program(format!("mesh axis `{a}` has size {n}")));
         }
+        if self.checked_mesh_devices().is_none() {
+            return Err(RunError::Program(format!(
+                "the mesh {:?} has more than {MAX_MESH_DEVICES} devices",
+                self.mesh
+            )));
+        }
         Ok(())
+    }
+
+    /// The product of the mesh's axis sizes, if it is at most [`MAX_MESH_DEVICES`] (checked
+    /// arithmetic: sizes come from the program's text).
+    fn checked_mesh_devices(&self) -> Option<i64> {
+        self.mesh
+            .iter()
+            .try_fold(1i64, |acc, (_, n)| acc.checked_mul(*n))
+            .filter(|&d| d <= MAX_MESH_DEVICES)
     }
 
     /// The argument fed by external `name`.
@@ -202,9 +221,11 @@ impl Signature {
         })
     }
 
-    /// The number of devices the mesh has (1 without a mesh).
+    /// The number of devices the mesh has (1 without a mesh). A mesh of more than
+    /// [`MAX_MESH_DEVICES`] devices (refused by [`Signature::parse`]; possible only in a
+    /// signature built by hand) counts as `i64::MAX`, more than any client has.
     pub fn mesh_devices(&self) -> i64 {
-        self.mesh.iter().map(|(_, n)| *n).product::<i64>().max(1)
+        self.checked_mesh_devices().unwrap_or(i64::MAX).max(1)
     }
 }
 
