@@ -16,6 +16,8 @@ mod constant;
 mod custom_call;
 mod elementwise;
 mod emit;
+#[cfg(test)]
+pub(crate) use emit::text_to_bytecode;
 mod func;
 mod ir;
 mod module;

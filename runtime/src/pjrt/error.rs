@@ -152,12 +152,20 @@ pub enum RunError {
     Input(String),
     /// An output could not be read as asked (another element type, say).
     Output(String),
+    /// The compiled program takes or returns a buffer laid out in a way the runner does not
+    /// feed or read (column-major, tiled, padded: asked for with `mhlo.layout_mode`, say).
+    /// Refused by [`Client::compile`](super::Client::compile), never run on transposed bytes.
+    Layout(String),
+    /// The compiled program takes or returns a buffer with a dynamic dimension; the runner
+    /// feeds and reads static shapes only. Refused by [`Client::compile`](super::Client::compile).
+    DynamicShape(String),
 }
 
 impl RunError {
-    /// For an error a custom op's handler returned during execution, which check refused the
-    /// call (`bad_descriptor`, `kernel_error`, ...), read from the `[code]` the handler's
-    /// message carries.
+    /// For an error a custom op's handler returned, which check refused the call
+    /// (`bad_descriptor`, `kernel_error`, ...), read from the `[code]` the handler's message
+    /// carries: during execution, or at compile for a handler's instantiate stage
+    /// (`bad_state`, from a `#[state]` constructor).
     pub fn refusal(&self) -> Option<Refusal> {
         match self {
             RunError::Pjrt { message, .. } => Refusal::in_message(message),
@@ -206,6 +214,8 @@ impl fmt::Display for RunError {
             RunError::Program(m) => write!(f, "program: {m}"),
             RunError::Input(m) => write!(f, "input: {m}"),
             RunError::Output(m) => write!(f, "output: {m}"),
+            RunError::Layout(m) => write!(f, "layout: {m}"),
+            RunError::DynamicShape(m) => write!(f, "dynamic shape: {m}"),
         }
     }
 }

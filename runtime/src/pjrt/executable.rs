@@ -175,7 +175,9 @@ impl Executable {
     /// Where neither a signature nor the compiled parameters are known, nothing stops a
     /// buffer of the wrong size or element type from reaching XLA, which reads and writes as
     /// many bytes as the program says: the caller promises that `args` are, in order, exactly
-    /// the entry function's parameters.
+    /// the entry function's parameters. Where the compiled parameters are unknown, the
+    /// caller also promises that the program takes and returns row-major buffers (no
+    /// `mhlo.layout_mode` asking for another layout).
     pub unsafe fn run_unchecked(&self, args: &[HostTensor]) -> Result<Vec<HostTensor>, RunError> {
         let slots: Vec<Slot<'_>> = args.iter().map(Slot::Host).collect();
         self.run_slots(&slots, Read::InPlace, Check::WhatIsKnown)
@@ -208,12 +210,16 @@ impl Executable {
                     args.len()
                 )));
             }
-        } else if self.signature.is_none() && check == Check::Always {
+        } else if check == Check::Always {
             return Err(RunError::Input(format!(
-                "the program was given as bytecode and the plugin does not report the compiled \
-                 program's parameters ({}): its inputs cannot be checked; `run_unchecked` runs \
-                 it on the caller's word",
-                self.compiled.as_ref().err().map_or("", |e| e.as_str())
+                "the plugin does not report the compiled program's parameters ({}): {}; \
+                 `run_unchecked` runs it on the caller's word",
+                self.compiled.as_ref().err().map_or("", |e| e.as_str()),
+                if self.signature.is_none() {
+                    "the inputs of a program given as bytecode cannot be checked"
+                } else {
+                    "the layouts of its buffers cannot be checked"
+                }
             )));
         }
         if let Some(sig) = &self.signature {

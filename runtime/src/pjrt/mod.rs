@@ -14,6 +14,8 @@
 //! is a [`RunError::Pjrt`] with its code and message. Loading a plugin other than the verified
 //! installed one is `unsafe` ([`Plugin::load`]). See the book's "Running from Rust" chapter.
 
+#[cfg(all(test, feature = "mlir"))]
+mod boundary_tests;
 mod buffer;
 mod client;
 mod compile;
@@ -42,4 +44,4 @@ pub use inputs::Inputs;
 pub use plugin::{
     API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path,
 };
-pub use program::{DimSharding, ExternalSpec, Param, Program, Signature};
+pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, Signature};

@@ -22,6 +22,8 @@ mod cache;
 mod print;
 
 use cache::Cache;
+#[cfg(test)]
+pub(crate) use print::text_to_bytecode;
 pub(crate) use print::{bytecode, print};
 
 /// How to print.

@@ -85,3 +85,12 @@ pub(crate) fn print(m: &Module, form: Form) -> Result<String, BuildError> {
 pub(crate) fn bytecode(m: &Module) -> Result<Vec<u8>, BuildError> {
     with_module(m, |module| Ok(module.as_operation().write_bytecode()))
 }
+
+/// MLIR text (ops of unknown dialects in generic form) as bytecode, for the runner's tests of
+/// bytecode programs the builder cannot make (a `mhlo.layout_mode` argument, say).
+#[cfg(test)]
+pub(crate) fn text_to_bytecode(text: &str) -> Option<Vec<u8>> {
+    let ctx = context();
+    let module = melior::ir::Module::parse(&ctx, text)?;
+    Some(module.as_operation().write_bytecode())
+}
