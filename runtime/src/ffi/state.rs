@@ -16,7 +16,7 @@
 
 use super::abi::*;
 use super::frame::{CallCx, op_err};
-use super::table::{api_table, bytes, destroy_error};
+use super::table::{api_table, bytes, destroy_error, trusted_v2};
 use super::{AttrRef, AttrValue};
 use crate::error::{OpError, Refusal};
 use crate::types::ElementType;
@@ -133,7 +133,7 @@ static INSTANTIATED: OnceLock<RwLock<HashSet<(usize, &'static str)>>> = OnceLock
 /// The state for `cx` from the process cache, built on the first call with these attributes
 /// (under the entry's own lock: once per key even when calls race, while other keys go on).
 fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
-    let key = (cx.op, TypeId::of::<T>(), attrs_key(cx));
+    let key = (cx.op, TypeId::of::<T>(), attrs_key(cx)?);
     let slot: Slot = lock(&CACHE, HashMap::new).entry(key).or_default().clone();
     let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = slot.as_ref()
@@ -146,10 +146,15 @@ fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
     Ok(t)
 }
 
-/// The frame's API table if it has the state functions (FFI API 0.2, the Rust runner's
-/// plugin, and 0.3 and later, whose arguments have a `stage`).
+/// The frame's API table if its state functions are used: FFI API 0.3 to 0.5 (jaxlib; their
+/// arguments have a `stage`), and 0.2 only on the table the runner verified (its pinned
+/// plugin; other minor-2 builds laid `XLA_FFI_TypeInfo` out otherwise). Any other table: the
+/// process cache.
 fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
-    api_table(frame).filter(|t| t.head.api_version.minor_version >= 2)
+    api_table(frame).filter(|t| match t.head.api_version.minor_version {
+        2 => trusted_v2(t),
+        m => (3..=5).contains(&m),
+    })
 }
 
 /// XLA's deleter of a state of type `T`.
@@ -310,8 +315,10 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
 }
 
 /// Every attribute of the call, as bytes that are equal exactly when the attributes are
-/// (names, kinds, element types and values, in name order): the key of the state cache.
-fn attrs_key(cx: &CallCx<'_>) -> Vec<u8> {
+/// (names, kinds, element types and values, in name order): the key of the state cache. A
+/// name given twice (only a raw eager call can) is refused: in name order, the two values
+/// would make one key whichever order they came in.
+fn attrs_key(cx: &CallCx<'_>) -> Result<Vec<u8>, OpError> {
     let a = &cx.frame.attrs;
     let mut entries: Vec<(&[u8], Vec<u8>)> = Vec::new();
     if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {
@@ -362,6 +369,16 @@ fn attrs_key(cx: &CallCx<'_>) -> Vec<u8> {
         }
     }
     entries.sort();
+    if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(op_err(
+            cx.op,
+            Refusal::BadAttribute,
+            format!(
+                "attribute `{}` is given twice",
+                String::from_utf8_lossy(w[0].0)
+            ),
+        ));
+    }
     let mut key = Vec::new();
     for (name, value) in entries {
         key.extend(name.len().to_le_bytes());
@@ -369,5 +386,5 @@ fn attrs_key(cx: &CallCx<'_>) -> Vec<u8> {
         key.extend(value.len().to_le_bytes());
         key.extend(value);
     }
-    key
+    Ok(key)
 }

@@ -246,6 +246,17 @@ impl Client {
             unsafe { self.inner.plugin.register_op_handler(target, *sym)? };
             targets.push(target.to_string());
         }
+        // The library's own copy of customop learns the verified plugin's table, so that its
+        // `#[state]` ops use the table's state functions (a library without the symbol, from
+        // an older customop, keeps the process cache).
+        if let Some(api) = self.inner.plugin.trusted_xla_api() {
+            type Trust = unsafe extern "C" fn(*const c_void);
+            // SAFETY: the symbol customop's runtime exports with this signature.
+            if let Ok(trust) = unsafe { lib.get::<Trust>(b"customop_trust_xla_ffi_table_v2\0") } {
+                // SAFETY: `api` is the verified plugin's table, which lives for the process.
+                unsafe { trust(api) };
+            }
+        }
         targets.sort();
         Ok(targets)
     }

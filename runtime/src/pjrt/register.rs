@@ -5,7 +5,7 @@ use super::error::RunError;
 use super::plugin::Plugin;
 use super::sys;
 use crate::ffi::abi::*;
-use crate::ffi::table::{table_at, take_message};
+use crate::ffi::table::{table_at, take_message, trust_v2};
 use std::ffi::c_void;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -196,8 +196,24 @@ impl Plugin {
         };
         // SAFETY: 0 or the table XLA handed `api_probe`: static in the plugin, which is never
         // unloaded.
-        unsafe { table_at(api as *const XLA_FFI_Api) }
-            .filter(|t| t.head.api_version.minor_version == 2)
+        let t = unsafe { table_at(api as *const XLA_FFI_Api) }
+            .filter(|t| t.head.api_version.minor_version == 2)?;
+        // The verified plugin's table: `#[state]` in this binary uses its state functions.
+        trust_v2(api as *const XLA_FFI_Api);
+        Some(t)
+    }
+
+    /// The verified plugin's XLA FFI table, if the runner found it (a customop handler was
+    /// registered with stages).
+    pub(super) fn trusted_xla_api(&self) -> Option<*const core::ffi::c_void> {
+        if !self.verified.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.xla_api
+            .get()
+            .copied()
+            .filter(|&a| a != 0)
+            .map(|a| a as *const core::ffi::c_void)
     }
 
     /// Registers `handler` for XLA's instantiate and execute stages through the plugin's own
