@@ -559,6 +559,20 @@ fn a_state_that_cannot_be_built_is_bad_state() {
 }
 
 #[test]
+fn an_attribute_given_twice_is_refused_in_either_order() {
+    // Only a raw call frame can name an attribute twice; the state cache's key would make
+    // `[(n, 3), (n, 5)]` and `[(n, 5), (n, 3)]` one state, so both are refused.
+    let h: Handler = k::state::windowed::customop_handler_example_windowed;
+    let n = |v: i64| AttrValue::Scalar(S64, v.to_le_bytes().to_vec());
+    for (a, b) in [(3, 5), (5, 3), (4, 4)] {
+        let f = Frame::new(vec![f32s(&[3], &[1.0; 3])], vec![f32s(&[3], &[0.0; 3])])
+            .attr("n", n(a))
+            .attr("n", n(b));
+        refused(f, h, Refusal::BadAttribute, "attribute `n` is given twice");
+    }
+}
+
+#[test]
 fn kernel_errors_and_panics() {
     let h: Handler = k::checked_sqrt::customop_handler_example_checked_sqrt;
     let f = Frame::new(vec![f32s(&[1], &[-4.0])], vec![f32s(&[1], &[0.0])]);
