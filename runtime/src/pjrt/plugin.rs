@@ -45,6 +45,8 @@ pub struct Plugin {
     /// Set by [`Plugin::installed`] once the file's hash is the tested plugin's: only then does
     /// the runner rely on the XLA FFI layouts measured on that plugin (the instantiate stage).
     pub(super) verified: std::sync::atomic::AtomicBool,
+    /// The loaded file's (device, inode), where it could be read.
+    file_id: Option<(u64, u64)>,
 }
 
 // SAFETY: a `Plugin` holds the plugin's API table and FFI extension (immutable function
@@ -80,11 +82,10 @@ pub fn default_plugin_path() -> Option<PathBuf> {
     )
 }
 
-/// The sha256 of the file at `path`, in lower-case hex.
-fn sha256_file(path: &Path) -> std::io::Result<String> {
+/// The sha256 of what `f` reads from its current position, in lower-case hex.
+fn sha256_of(mut f: &std::fs::File) -> std::io::Result<String> {
     use sha2::Digest;
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -97,11 +98,22 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// A file's identity (device, inode): what the dynamic loader compares to find a library
+/// already loaded under another name.
+fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
 impl Plugin {
     /// The CPU plugin the set-up installed ([`default_plugin_path`]), loaded only if the file
     /// has the hash this version of customop was tested with ([`CPU_PLUGIN_SHA256`]): the one
     /// safe way to load a plugin. The hash is computed once per process (about 0.2 s for the
-    /// 259 MB library). It ignores `CUSTOMOP_PJRT_PLUGIN`; [`Plugin::locate`] reads it.
+    /// 259 MB library) over an open file, and the library is loaded from that same open file
+    /// (`/proc/self/fd/N`), so the bytes loaded are the bytes hashed even if the path is
+    /// replaced meanwhile. A plugin already loaded from that file by the unsafe
+    /// [`Plugin::load`] (under any name) is refused: its bytes were never hashed. It ignores
+    /// `CUSTOMOP_PJRT_PLUGIN`; [`Plugin::locate`] reads it.
     pub fn installed() -> Result<&'static Plugin, RunError> {
         static VERIFIED: OnceLock<&'static Plugin> = OnceLock::new();
         if let Some(p) = VERIFIED.get() {
@@ -113,11 +125,42 @@ impl Plugin {
         if !path.is_file() {
             return Err(RunError::PluginNotFound { tried: vec![path] });
         }
+        let p = Plugin::verified_at(&path)?;
+        Ok(VERIFIED.get_or_init(|| p))
+    }
+
+    /// Opens `path`, hashes it and loads it from the open file, refusing a file whose hash is
+    /// not the tested plugin's or that was loaded unverified before.
+    fn verified_at(path: &Path) -> Result<&'static Plugin, RunError> {
+        use std::os::fd::AsRawFd;
         let fail = |message: String| RunError::Plugin {
-            path: path.clone(),
+            path: path.to_path_buf(),
             message,
         };
-        let hash = sha256_file(&path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+        let id = file_id(
+            &file
+                .metadata()
+                .map_err(|e| fail(format!("cannot stat: {e}")))?,
+        );
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        // Held from the check to the load: no `Plugin::load` of this file comes between.
+        let mut map = loaded().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = map.get(&key).copied().filter(|p| p.is_verified()) {
+            return Ok(p);
+        }
+        if let Some(p) = map
+            .values()
+            .find(|p| p.path == key || p.file_id == Some(id))
+        {
+            return Err(fail(format!(
+                "this file was already loaded, unverified, by `Plugin::load` (as {}): the \
+                 bytes it runs were never hashed, so the runner cannot vouch for them; load \
+                 the installed plugin with `Plugin::installed` before any `Plugin::load` of it",
+                p.path.display()
+            )));
+        }
+        let hash = sha256_of(&file).map_err(|e| fail(format!("cannot read: {e}")))?;
         if hash != CPU_PLUGIN_SHA256 {
             return Err(fail(format!(
                 "its sha256 is {hash}, not the {CPU_PLUGIN_SHA256} of the CPU plugin \
@@ -126,11 +169,20 @@ impl Plugin {
                  `Plugin::load`)"
             )));
         }
-        // SAFETY: the file is the CPU plugin the set-up installed, byte for byte (its hash),
-        // whose API version and struct layouts the layout test checked.
-        let p = unsafe { Plugin::load(&path) }?;
+        let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        // SAFETY: the open file is the CPU plugin the set-up installed, byte for byte (its
+        // hash, read through this descriptor, which the loader opens again: the same inode),
+        // whose API version and struct layouts the layout test checked; no library of that
+        // inode was loaded before (checked above, under the map's lock).
+        let p = unsafe { Plugin::load_locked(&mut map, &through, key, Some(id)) }?;
         p.verified.store(true, std::sync::atomic::Ordering::SeqCst);
-        Ok(VERIFIED.get_or_init(|| p))
+        drop(file);
+        Ok(p)
+    }
+
+    /// Whether [`Plugin::installed`] verified this plugin's bytes.
+    pub(super) fn is_verified(&self) -> bool {
+        self.verified.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The plugin named by `CUSTOMOP_PJRT_PLUGIN` if it is set, else [`Plugin::installed`].
@@ -190,6 +242,22 @@ impl Plugin {
     pub unsafe fn load(path: &Path) -> Result<&'static Plugin, RunError> {
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let mut map = loaded().lock().unwrap_or_else(|e| e.into_inner());
+        let id = std::fs::metadata(&key).ok().map(|m| file_id(&m));
+        // SAFETY: this function's contract.
+        unsafe { Plugin::load_locked(&mut map, &key.clone(), key, id) }
+    }
+
+    /// [`Plugin::load`] of the library at `open` (a path, or `/proc/self/fd/N`), known as
+    /// `key`, with the map of loaded plugins held.
+    ///
+    /// # Safety
+    /// As for [`Plugin::load`].
+    unsafe fn load_locked(
+        map: &mut HashMap<PathBuf, &'static Plugin>,
+        open: &Path,
+        key: PathBuf,
+        file_id: Option<(u64, u64)>,
+    ) -> Result<&'static Plugin, RunError> {
         if let Some(p) = map.get(&key) {
             return Ok(p);
         }
@@ -200,7 +268,7 @@ impl Plugin {
         // SAFETY: this function's contract: loading the plugin runs XLA's static initialisers,
         // which is what loading a plugin means. The library is dropped (unloaded) if any
         // check below fails, and kept for the process once it is used.
-        let lib = unsafe { libloading::Library::new(&key) }
+        let lib = unsafe { libloading::Library::new(open) }
             .map_err(|e| fail(format!("cannot load: {e}")))?;
         // SAFETY: `GetPjrtApi` is the plugin's documented entry: `const PJRT_Api* (void)`.
         let get: libloading::Symbol<'_, unsafe extern "C" fn() -> *const sys::PJRT_Api_Head> =
@@ -275,6 +343,7 @@ impl Plugin {
             registered: Mutex::new(HashMap::new()),
             xla_api: OnceLock::new(),
             verified: std::sync::atomic::AtomicBool::new(false),
+            file_id,
         };
         let mut init = sys::PJRT_Plugin_Initialize_Args::new();
         plugin.call("PJRT_Plugin_Initialize", api.plugin_initialize, &mut init)?;

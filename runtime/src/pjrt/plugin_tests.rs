@@ -177,3 +177,34 @@ fn only_the_checked_api_versions_and_complete_plugins_are_loaded() {
         "{e}"
     );
 }
+
+/// A plugin file the unsafe `Plugin::load` loaded (under its own name or another, a hard
+/// link) is never taken as the verified plugin: its bytes were never hashed. A file of another
+/// hash is refused before it is loaded.
+#[test]
+fn a_plugin_file_loaded_unverified_is_never_marked_verified() {
+    let installed = default_plugin_path().unwrap();
+    let dir = std::env::temp_dir().join(format!("customop-plugin-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("copy.so");
+    std::fs::copy(&installed, &copy).unwrap();
+    let link = dir.join("link.so");
+    std::fs::hard_link(&copy, &link).unwrap();
+    // SAFETY: a byte-for-byte copy of the installed plugin, which loads as it does.
+    let p = unsafe { Plugin::load(&copy) }.unwrap();
+    assert!(!p.is_verified());
+    for path in [&copy, &link] {
+        let e = Plugin::verified_at(path).unwrap_err().to_string();
+        assert!(e.contains("already loaded, unverified"), "{e}");
+    }
+    assert!(!p.is_verified());
+    let other = dir.join("other.so");
+    std::fs::write(&other, b"not the plugin").unwrap();
+    let e = Plugin::verified_at(&other).unwrap_err().to_string();
+    assert!(e.contains("its sha256 is "), "{e}");
+    // The installed plugin itself is verified, under its real path.
+    let v = Plugin::installed().unwrap();
+    assert!(v.is_verified());
+    assert_eq!(v.path(), installed.canonicalize().unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
