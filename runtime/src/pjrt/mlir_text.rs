@@ -410,7 +410,10 @@ mod tests {
         assert_eq!(compact(&tree), "!d.t<[{-#x}]>y");
         // A `<` after white space opens no body: `//` is a comment again.
         assert!(parse("#d.x <a // >\n>").is_ok());
-        assert!(parse("#d.x<a // >\n>").is_err(), "the second `>` closes nothing");
+        assert!(
+            parse("#d.x<a // >\n>").is_err(),
+            "the second `>` closes nothing"
+        );
         // A lone `#` or `!` is text in a body, an error outside.
         assert!(parse("#d.x<# !>").is_ok());
         assert!(parse("# a").is_err());
