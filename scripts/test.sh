@@ -13,6 +13,7 @@ step() { printf '\n=== %s\n' "$*" >&2; }
 
 step "cargo fmt --check"
 cargo fmt --all --check
+rustfmt --edition 2024 --check runtime/fuzz/fuzz_targets/*.rs
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "customop builds without MLIR (the kernel cdylib configuration)"
@@ -62,6 +63,8 @@ b=$(cargo test --locked -p customop --no-default-features --lib --no-run 2>&1 |
 [ -n "$b" ] || { echo "no runtime unit-test binary to run under valgrind" >&2; exit 1; }
 valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 parallel:: 2>&1 | grep -E '^(test result|==[0-9]+==)'
 echo "$b parallel::: valgrind memcheck, 0 errors"
+step "coverage-guided fuzzing, 20 s a target (scripts/fuzz.sh: program text, compiled programs, descriptors)"
+bash scripts/fuzz.sh 20
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"

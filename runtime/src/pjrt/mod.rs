@@ -45,3 +45,11 @@ pub use plugin::{
     API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path,
 };
 pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, Signature};
+
+/// For the coverage-guided fuzz targets (`runtime/fuzz/`): what the runner reads of a compiled
+/// program (a serialized `HloModuleProto` or `HloModuleProtoWithConfig`), as
+/// [`Client::compile`] reads it from the plugin. Not part of the API.
+#[doc(hidden)]
+pub fn __fuzz_compiled_program(module: &[u8]) -> Result<Vec<crate::TensorType>, RunError> {
+    compile::entry_parameters(module)
+}
