@@ -24,18 +24,19 @@ def main():
     lib = Library(os.environ["CUSTOMOP_KERNELS"])
     lib.register()
     ops = lib.ops.example
-    builds = lib.cdll.example_state_builds
+    builds = lib.cdll.example_state_builds  # windows of n taps built in this process
+    builds.argtypes = [ctypes.c_int64]
     builds.restype = ctypes.c_int64
     x = jax.device_put(np.linspace(-1, 1, 4096, dtype=np.float32))
     for n in (64, 4096, 65536):
         state = jax.jit(lambda x, n=n: ops.windowed(x, n=n))
         rebuild = jax.jit(lambda x, n=n: ops.windowed_rebuild(x, n=n))
         np.testing.assert_array_equal(np.asarray(state(x)), np.asarray(rebuild(x)))
-        before = builds()
+        before = builds(n)
         s, r = parallel.per_call([state, rebuild], x, rounds=ROUNDS, calls=CALLS)
         print("n = %6d: #[state] %8.2f us, rebuilt each call %8.2f us per call (%.1fx); "
               "windows built while each op made %d calls: %d"
-              % (n, s, r, r / s, ROUNDS * CALLS + parallel.WARMUP, builds() - before))
+              % (n, s, r, r / s, ROUNDS * CALLS + parallel.WARMUP, builds(n) - before))
 
 
 if __name__ == "__main__":

@@ -271,22 +271,27 @@ class OnTorchsPool(unittest.TestCase):
     ABI's torch_parallel_for), inline on 2.9."""
 
     def test_the_kernel_sees_torchs_pool(self):
+        # The most threads one `pool_probe` call on an x of a given length saw: kept per
+        # length, and this test's lengths (64, 8) are its own (the panic test's is 16), so it
+        # reads only what its own calls saw.
         threads_seen = ctypes.CDLL(os.environ["CUSTOMOP_KERNELS"]).example_pool_probe_threads_seen
+        threads_seen.argtypes = [ctypes.c_int64]
         threads_seen.restype = ctypes.c_int64
         before = torch.get_num_threads()
         try:
             torch.set_num_threads(2)
             got = int(ops.example.pool_probe(torch.zeros(64), panic_at=-1)[0])
             print("parallel: torch %s, the kernel sees %d threads; %d ran its ranges"
-                  % (torch.__version__, got, threads_seen()))
+                  % (torch.__version__, got, threads_seen(64)))
             if DIRECT:
                 self.assertEqual(got, 2, "torch's pool")
-                self.assertEqual(threads_seen(), 2)
+                self.assertEqual(threads_seen(64), 2)
                 torch.set_num_threads(1)
                 self.assertEqual(int(ops.example.pool_probe(torch.zeros(8), panic_at=-1)[0]), 1)
+                self.assertEqual(threads_seen(8), 1)
             else:
                 self.assertEqual(got, 1, "inline on torch 2.9")
-                self.assertEqual(threads_seen(), 1)
+                self.assertEqual(threads_seen(64), 1)
         finally:
             torch.set_num_threads(before)
 

@@ -4,9 +4,8 @@
 
 use customop::parallel::{num_threads, par_chunks_mut, parallel_for};
 use customop::prelude::*;
-use std::collections::HashSet;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Mutex, PoisonError};
 
 /// Elements a parallel range should hold at least: below this, scheduling costs more than it
 /// saves.
@@ -122,18 +121,23 @@ pub fn sum_squares(
     Ok(())
 }
 
-/// The most distinct threads one `pool_probe` call saw running its ranges.
-static MOST_THREADS_SEEN: AtomicI64 = AtomicI64::new(0);
+/// Per length of `x`, the most distinct threads one `pool_probe` call on it saw running its
+/// ranges. Kept apart by length so that a test reads only what its own calls saw: it gives `x`
+/// a length no other test of its process uses, and an earlier test's calls (on a pool that had
+/// more threads then, say) are not in its figure.
+static THREADS_SEEN: Mutex<BTreeMap<i64, i64>> = Mutex::new(BTreeMap::new());
 
-/// The most distinct threads one `pool_probe` call saw running its ranges, for the tests.
+/// The most distinct threads one `pool_probe` call on an `x` of `len` elements saw running its
+/// ranges (0 if no call on that length returned), for the tests.
 #[unsafe(no_mangle)]
-pub extern "C" fn example_pool_probe_threads_seen() -> i64 {
-    MOST_THREADS_SEEN.load(Relaxed)
+pub extern "C" fn example_pool_probe_threads_seen(len: i64) -> i64 {
+    let seen = THREADS_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    seen.get(&len).copied().unwrap_or(0)
 }
 
 /// What the pool looks like from a kernel: `threads[0] = num_threads()`. It also runs
 /// `x.len()` one-element ranges, each waiting ~1 ms so that a pool of more than one thread
-/// shares them, and records how many distinct threads ran them
+/// shares them, and records how many distinct threads ran them, per length of `x`
 /// (`example_pool_probe_threads_seen`). A range containing index `panic_at` (if `>= 0`)
 /// panics, which must reach the caller as the call's `[kernel_panic]`.
 #[custom_op(name = "example::pool_probe")]
@@ -152,8 +156,12 @@ pub fn pool_probe(
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     });
-    let distinct = seen.lock().map(|s| s.len()).unwrap_or(0);
-    MOST_THREADS_SEEN.fetch_max(distinct as i64, Relaxed);
+    let distinct = seen.lock().map(|s| s.len()).unwrap_or(0) as i64;
+    {
+        let mut seen_by_len = THREADS_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+        let most = seen_by_len.entry(x.len() as i64).or_default();
+        *most = (*most).max(distinct);
+    }
     threads.as_mut_slice()[0] = num_threads() as i64;
     Ok(())
 }

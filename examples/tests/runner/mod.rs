@@ -707,24 +707,36 @@ fn kernels_run_on_the_plugins_thread_pool() {
 }}"#
         )
     };
-    let c = client();
+    // A client of its own (the handlers are registered process-wide by `client()`): its pool
+    // is not busy with the executions other tests run on the shared client meanwhile.
+    let _registered = client();
+    let c = Client::cpu(1).unwrap();
     let x = HostTensor::vector(&[0.0f32; 64]);
     let exe = c.compile(&Program::text(&probe(-1)).unwrap()).unwrap();
     let threads = exe.run(std::slice::from_ref(&x)).unwrap()[0]
         .to_vec::<i64>()
         .unwrap()[0];
+    // The most threads a call on 64 elements saw: counted per length of x, and no other test
+    // of this binary probes 64 elements.
     // SAFETY: the example cdylib (already loaded by `client()`), and its probe function's
     // signature as the kernel crate declares it.
     let seen = unsafe {
         let lib = libloading::Library::new(example_kernels()).unwrap();
-        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
+        let f: libloading::Symbol<'_, extern "C" fn(i64) -> i64> =
             lib.get(b"example_pool_probe_threads_seen\0").unwrap();
-        f()
+        f(64)
     };
     println!("parallel: the runner's pool has {threads} threads; {seen} ran the ranges");
     if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
         assert!(threads >= 2, "the plugin's pool, not inline: {threads}");
         assert!(seen >= 2, "{seen}");
+    } else {
+        // One core: XLA sizes its pool by the cores it may use; that one thread ran them all.
+        assert_eq!(
+            (threads, seen),
+            (1, 1),
+            "a one-core machine's pool and its threads"
+        );
     }
     let exe = c.compile(&Program::text(&probe(40)).unwrap()).unwrap();
     let e = exe.run(std::slice::from_ref(&x)).unwrap_err();
@@ -732,11 +744,20 @@ fn kernels_run_on_the_plugins_thread_pool() {
     assert!(e.to_string().contains("holds index 40"), "{e}");
 }
 
-/// Held by each test that counts `example::windowed`'s states, so that no other runs
-/// meanwhile (the counters are the process's).
-fn state_counters() -> std::sync::MutexGuard<'static, ()> {
-    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    COUNTING.lock().unwrap_or_else(|e| e.into_inner())
+/// A count of `example::windowed`'s windows of `n` taps in this process (`what`: builds, drops
+/// or calls). The counts are kept per `n`, and each test here uses `n`s of its own (17, 4 and 3;
+/// 5 and 7), so that it reads only what its own executables did, whatever the tests running
+/// beside it build or drop.
+fn windows(what: &str, n: i64) -> i64 {
+    let symbol = format!("example_state_{what}\0");
+    // SAFETY: the example cdylib (loaded by `client()`), and its counters' signature as the
+    // kernel crate declares it.
+    unsafe {
+        let lib = libloading::Library::new(example_kernels()).unwrap();
+        let f: libloading::Symbol<'_, extern "C" fn(i64) -> i64> =
+            lib.get(symbol.as_bytes()).unwrap();
+        f(n)
+    }
 }
 
 #[test]
@@ -752,15 +773,8 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
 }}"#
         )
     };
-    // SAFETY: the example cdylib (loaded by `client()`), and its counters' signature as the
-    // kernel crate declares it.
-    let counter = |name: &[u8]| unsafe {
-        let lib = libloading::Library::new(example_kernels()).unwrap();
-        let f: libloading::Symbol<'_, extern "C" fn() -> i64> = lib.get(name).unwrap();
-        f()
-    };
-    let builds = || counter(b"example_state_builds\0");
-    let drops = || counter(b"example_state_drops\0");
+    let builds = |n| windows("builds", n);
+    let drops = |n| windows("drops", n);
     let hann = |n: i64| -> Vec<f32> {
         (0..6)
             .map(|i| {
@@ -771,17 +785,37 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
     };
     let c = client();
     let x = HostTensor::vector(&[1.0f32; 6]);
-    let _counting = state_counters();
-    let (built0, dropped0) = (builds(), drops());
+    let built0 = [builds(17), builds(4), builds(3)];
+    let dropped0 = [drops(17), drops(4), drops(3)];
+    let calls0 = windows("calls", 17);
+    let built = || {
+        [
+            builds(17) - built0[0],
+            builds(4) - built0[1],
+            builds(3) - built0[2],
+        ]
+    };
+    let dropped = || {
+        [
+            drops(17) - dropped0[0],
+            drops(4) - dropped0[1],
+            drops(3) - dropped0[2],
+        ]
+    };
     let exe = c
         .compile(&Program::text(&program(17, 17)).unwrap())
         .unwrap();
-    assert_eq!(builds() - built0, 2, "one state per call site, at compile");
+    assert_eq!(built(), [2, 0, 0], "one state per call site, at compile");
     let mut out = Vec::new();
     for _ in 0..1000 {
         out = exe.run(std::slice::from_ref(&x)).unwrap();
     }
-    assert_eq!(builds() - built0, 2, "no state built by 1,000 runs");
+    assert_eq!(built(), [2, 0, 0], "no state built by 1,000 runs");
+    assert_eq!(
+        windows("calls", 17) - calls0,
+        2000,
+        "each run applies both sites' states"
+    );
     let y = out[0].to_vec::<f32>().unwrap();
     let z = out[1].to_vec::<f32>().unwrap();
     let h = hann(17);
@@ -792,25 +826,25 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
     // A second executable of the same program builds its own; sites with other attributes
     // get their own state; dropping an executable drops its states.
     let other = c.compile(&Program::text(&program(4, 3)).unwrap()).unwrap();
-    assert_eq!(builds() - built0, 4);
+    assert_eq!(built(), [2, 1, 1]);
     let out = other.run(std::slice::from_ref(&x)).unwrap();
     let (h4, h3) = (hann(4), hann(3));
     let z = out[1].to_vec::<f32>().unwrap();
     for i in 0..6 {
         assert!((z[i] - h4[i] * h3[i]).abs() < 1e-6, "{z:?}");
     }
-    assert_eq!(drops() - dropped0, 0);
+    assert_eq!(dropped(), [0, 0, 0]);
     drop(other);
     assert_eq!(
-        drops() - dropped0,
-        2,
+        dropped(),
+        [0, 1, 1],
         "the executable's two states dropped with it"
     );
     drop(exe);
-    assert_eq!(drops() - dropped0, 4);
+    assert_eq!(dropped(), [2, 1, 1]);
     // A state that cannot be built fails the compilation, named.
     let e = c
-        .compile(&Program::text(&program(0, 5)).unwrap())
+        .compile(&Program::text(&program(0, 3)).unwrap())
         .unwrap_err();
     assert_eq!(e.refusal(), Some(Refusal::BadState), "{e}");
 }
@@ -818,42 +852,52 @@ fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_exe
 #[test]
 fn state_on_two_devices_is_built_once_per_call_site() {
     // Two call sites in a program split over 2 devices: XLA keeps one state per custom call
-    // of the executable, shared by the devices that run it.
+    // of the executable, shared by the devices that run it; each device applies it.
     let text = r#"module @m attributes {mhlo.num_partitions = 2 : i32} {
   sdy.mesh @mesh = <["x"=2]>
   func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
     %0 = stablehlo.custom_call @example.windowed(%x) {api_version = 4 : i32, backend_config = {n = 5 : i64}} : (tensor<8xf32>) -> tensor<8xf32>
-    %1 = stablehlo.custom_call @example.windowed(%0) {api_version = 4 : i32, backend_config = {n = 3 : i64}} : (tensor<8xf32>) -> tensor<8xf32>
+    %1 = stablehlo.custom_call @example.windowed(%0) {api_version = 4 : i32, backend_config = {n = 7 : i64}} : (tensor<8xf32>) -> tensor<8xf32>
     return %1 : tensor<8xf32>
   }
 }"#;
     let _registered = client();
-    let _counting = state_counters();
-    // SAFETY: the example cdylib (loaded by `client()`), and its counter's signature as the
-    // kernel crate declares it.
-    let builds = || unsafe {
-        let lib = libloading::Library::new(example_kernels()).unwrap();
-        let f: libloading::Symbol<'_, extern "C" fn() -> i64> =
-            lib.get(b"example_state_builds\0").unwrap();
-        f()
-    };
     let two = Client::cpu(2).unwrap();
-    let before = builds();
+    let built0 = [windows("builds", 5), windows("builds", 7)];
+    let calls0 = [windows("calls", 5), windows("calls", 7)];
     let exe = two.compile(&Program::text(text).unwrap()).unwrap();
+    assert_eq!(exe.partitions(), 2);
     let x: Vec<f32> = (0..8).map(|i| 1.0 + i as f32).collect();
     let mut out = Vec::new();
     for _ in 0..100 {
         out = exe.run(&[HostTensor::vector(&x)]).unwrap();
     }
-    let built = builds() - before;
+    let built = [
+        windows("builds", 5) - built0[0],
+        windows("builds", 7) - built0[1],
+    ];
+    let calls = [
+        windows("calls", 5) - calls0[0],
+        windows("calls", 7) - calls0[1],
+    ];
     let y = out[0].to_vec::<f32>().unwrap();
     let hann = |n: usize, i: usize| {
         let last = (n - 1) as f64;
         (0.5 - 0.5 * (2.0 * std::f64::consts::PI * (i % n) as f64 / last).cos()) as f32
     };
     for i in 0..8 {
-        let want = x[i] * hann(5, i) * hann(3, i);
+        let want = x[i] * hann(5, i) * hann(7, i);
         assert!((y[i] - want).abs() < 1e-5, "{y:?}");
     }
-    assert_eq!(built, 2);
+    assert_eq!(
+        built,
+        [1, 1],
+        "one state per call site, shared by the devices"
+    );
+    // Both devices ran both call sites on each of the 100 runs: one device alone would be 100.
+    assert_eq!(
+        calls,
+        [200, 200],
+        "calls per site over 100 runs on 2 devices"
+    );
 }
