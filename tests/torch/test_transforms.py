@@ -94,12 +94,17 @@ class Gradients(unittest.TestCase):
         x = self.X.clone().requires_grad_()
         idx = torch.tensor([2, 0, 2, 3], dtype=torch.int32)
         c = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-        (ops.example.gather_rows(x, idx) * c).sum().backward()
         want = torch.zeros_like(self.X).index_add_(0, idx.long(), c)
+        y = ops.example.gather_rows(x, idx)
+        # What the autograd kernel's backward itself returns, per input of its node (the
+        # dispatch keys and the attributes, then x and idx): x's gradient, and None for idx.
+        # (idx.grad would say nothing: idx never requires a gradient.)
+        grads = y.grad_fn.apply(c)
+        self.assertEqual(len(grads), 4)
+        torch.testing.assert_close(grads[2], want, rtol=0, atol=0)
+        self.assertIsNone(grads[3])
+        (y * c).sum().backward()
         torch.testing.assert_close(x.grad, want, rtol=0, atol=0)
-        # (Had the autograd kernel returned a tensor for idx, torch would have refused the
-        # backward: "only Tensors of floating point dtype can require gradients".)
-        self.assertIsNone(idx.grad)
         self.assertTrue(torch.autograd.gradcheck(lambda x: ops.example.gather_rows(x, idx),
                                                  (x,)))
 
