@@ -11,6 +11,41 @@ TORCH_NEWEST_PYTHON="$PWD/target/torch-venv/bin/python"
 JAX_OLDEST_PYTHON="$PWD/target/jax-oldest-venv/bin/python"
 step() { printf '\n=== %s\n' "$*" >&2; }
 
+# The torch and jax each suite's log names are the venv's: every package a venv's requirements
+# file pins (torch 2.9, torch_xla 2.9, jax 0.12; torch 2.15; jax 0.10) is installed at that
+# version. (setup.sh keeps a venv made from the same file: a later pip install into it would
+# otherwise go unnoticed.)
+step "each venv holds the versions its requirements file pins"
+pinned_versions() {
+  "$1" - "$2" <<'PY'
+import re, sys
+from importlib.metadata import PackageNotFoundError, version
+
+req, wrong, shown, pins = sys.argv[1], [], [], 0
+for line in open(req):
+    m = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+    if not m:
+        continue
+    name, pin = m.groups()
+    pins += 1
+    try:
+        got = version(name)
+    except PackageNotFoundError:
+        got = "not installed"
+    # A pin without a local part (+cpu) matches any local build of that version (PEP 440).
+    if got.split("+")[0] != pin:
+        wrong.append("%s %s (pinned %s)" % (name, got, pin))
+    if re.sub(r"[-_.]+", "-", name.lower()) in ("torch", "torch-xla", "torchax", "jax", "jaxlib"):
+        shown.append("%s %s" % (name, got))
+if pins == 0 or wrong:
+    sys.exit("%s: not what %s pins: %s" % (sys.executable, req, "; ".join(wrong) or "no pins read"))
+print("%s: %s (all %d pins of %s)" % (sys.executable, ", ".join(shown), pins, req))
+PY
+}
+pinned_versions "$CUSTOMOP_PYTHON" tests/xla/requirements.txt
+pinned_versions "$TORCH_NEWEST_PYTHON" tests/torch/requirements-newest.txt
+pinned_versions "$JAX_OLDEST_PYTHON" tests/xla/requirements-oldest-jax.txt
+
 step "cargo fmt --check"
 cargo fmt --all --check
 rustfmt --edition 2024 --check runtime/fuzz/fuzz_targets/*.rs
@@ -61,7 +96,11 @@ done
 b=$(cargo test --locked -p customop --no-default-features --lib --no-run 2>&1 |
   sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p')
 [ -n "$b" ] || { echo "no runtime unit-test binary to run under valgrind" >&2; exit 1; }
-valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 parallel:: 2>&1 | grep -E '^(test result|==[0-9]+==)'
+valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 parallel:: 2>&1 |
+  tee target/valgrind-parallel.log | grep -E '^(test result|==[0-9]+==)'
+# A filter that matches no test passes: at least one must have run.
+grep -Eq '^test result: ok\. [1-9][0-9]* passed' target/valgrind-parallel.log ||
+  { echo "no parallel:: test ran under valgrind" >&2; exit 1; }
 echo "$b parallel::: valgrind memcheck, 0 errors"
 step "coverage-guided fuzzing, 20 s a target (scripts/fuzz.sh: program text, compiled programs, descriptors)"
 bash scripts/fuzz.sh 20
@@ -146,9 +185,17 @@ only_customop() {
   "$python" -m pip install --dry-run --quiet --disable-pip-version-check --report "$report" "$@" \
     "$pkg[$extra]"
   "$python" - "$report" "$extra" <<'PY'
-import json, sys
-got = [(i["metadata"]["name"], i["metadata"]["version"]) for i in json.load(open(sys.argv[1]))["install"]]
+import json, re, sys
+install = json.load(open(sys.argv[1]))["install"]
+got = [(i["metadata"]["name"], i["metadata"]["version"]) for i in install]
 assert [n for n, _ in got] == ["customop"], "customop[%s] would also install %s" % (sys.argv[2], got)
+# pip only warns about an extra the package does not provide, and installs it without: the
+# extra asked for must be one customop declares (names compared as PEP 685 normalises them).
+norm = lambda e: re.sub(r"[-_.]+", "-", e).lower()
+asked = [norm(e) for e in install[0].get("requested_extras") or []]
+provided = [norm(e) for e in install[0]["metadata"].get("provides_extra") or []]
+assert asked == [norm(sys.argv[2])] and asked[0] in provided, \
+    "customop[%s]: pip was asked for extras %s; customop provides %s" % (sys.argv[2], asked, provided)
 print("customop[%s]: would install only customop" % sys.argv[2])
 PY
 }
