@@ -110,5 +110,31 @@ class Export(unittest.TestCase):
             cx.export(ep, LIB.library)
 
 
+class TorchXlaExportOnThisTorch(unittest.TestCase):
+    def test_customop_torch_export_names_torch_xlas_limit_and_torchax(self):
+        """customop.torch.export lowers through torch_xla, which stops at torch 2.9: here (no
+        torch_xla) it raises its own error, which says so and names customop.torchax.export,
+        instead of a bare ModuleNotFoundError from inside customop."""
+        import importlib.util
+
+        import customop.torch as ct
+
+        self.assertIsNone(importlib.util.find_spec("torch_xla"),
+                          "this test runs where torch_xla is not installed (target/torch-venv)")
+        self.assertGreaterEqual(tuple(int(p) for p in torch.__version__.split(".")[:2]), (2, 10))
+        ep = torch.export.export(Wrap(lambda s, x: ops.example.checked_sqrt(x)),
+                                 (torch.ones(2),))
+        with self.assertRaises(ct.TorchXlaUnavailable) as cm:
+            ct.export(ep, LIB)
+        message = str(cm.exception)
+        self.assertIn("No module named 'torch_xla'", message)
+        self.assertIn("torch_xla's last release, 2.9, runs on torch 2.9 only, and this is "
+                      "torch %s" % torch.__version__, message)
+        self.assertIn("customop.torchax.export(ep, lib)", message)
+        # Still an ImportError, as before, for code that caught that.
+        self.assertIsInstance(cm.exception, ImportError)
+        self.assertIsInstance(cm.exception.__cause__, ModuleNotFoundError)
+
+
 if __name__ == "__main__":
     unittest.main()

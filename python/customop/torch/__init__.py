@@ -52,13 +52,13 @@ import os
 
 from ..eager import KernelError
 from .autograd import NoGradientError
-from .exporter import Exported, ExportError, External, export
+from .exporter import Exported, ExportError, External, TorchXlaUnavailable, export
 from .library import TorchLibrary
 from .native import NATIVE_TORCH, NativeUnavailable, native_unsupported_reason
 
 __all__ = ["load", "export", "TorchLibrary", "Exported", "External", "KernelError",
-           "ExportError", "NoGradientError", "NativeUnavailable", "NATIVE_TORCH",
-           "native_unsupported_reason"]
+           "ExportError", "TorchXlaUnavailable", "NoGradientError", "NativeUnavailable",
+           "NATIVE_TORCH", "native_unsupported_reason"]
 
 _LOADED: dict[str, TorchLibrary] = {}
 

@@ -24,7 +24,13 @@ from .library import TorchLibrary
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["export", "Exported", "External", "ExportError"]
+__all__ = ["export", "Exported", "External", "ExportError", "TorchXlaUnavailable"]
+
+
+class TorchXlaUnavailable(ImportError):
+    """`export` needs torch_xla, which this Python cannot import: torch_xla's last release
+    (2.9) runs on torch 2.9 only. On torch 2.10 and later, `customop.torchax.export` exports
+    through torchax instead."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +194,17 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
     argument (through what torch_xla emits for a whole buffer: identity, convert, reshape),
     checked against the descriptor's packed size, retyped `tensor<Nxui8>` when it was int8, and
     annotated `customop.external = {...}`; every such call is made API version 4 with a
-    dictionary config. Refuses, with an `ExportError`, what torch_xla cannot carry."""
-    from torch_xla.stablehlo import exported_program_to_stablehlo
+    dictionary config. Refuses, with an `ExportError`, what torch_xla cannot carry, and
+    raises `TorchXlaUnavailable` where torch_xla cannot be imported (any torch but 2.9)."""
+    try:
+        from torch_xla.stablehlo import exported_program_to_stablehlo
+    except ImportError as e:
+        raise TorchXlaUnavailable(
+            "customop.torch.export lowers through torch_xla, which cannot be imported here (%s). "
+            "torch_xla's last release, 2.9, runs on torch 2.9 only, and this is torch %s. On "
+            "torch 2.10 and later, export with customop.torchax.export(ep, lib) (pip install "
+            "--pre 'customop[torchax]'); on torch 2.9, pip install 'customop[torch-xla]'."
+            % (e, torch.__version__)) from e
 
     if not isinstance(lib, TorchLibrary):
         raise TypeError("export(ep, lib): lib is what customop.torch.load returned")
