@@ -4,16 +4,24 @@
 //!
 //! Reads `{"library": PATH, "text": MLIR, "inputs": [{"dtype": numpy name, "shape": [..],
 //! "hex": bytes}]}` on stdin; prints `{"ok": true, "outputs": [...]}` or `{"ok": false,
-//! "refusal": code or null, "message": ...}`. A request it cannot decode is no answer: it
-//! says why on stderr and exits with status 1.
+//! "stage": ..., "error": ..., "status": ..., "refusal": ..., "message": ...}`. A request it
+//! cannot decode is no answer: it says why on stderr and exits with status 1.
+//!
+//! A failure says where the runner stopped (`stage`): `parse` (reading the entry function's
+//! signature from the text), `setup` (creating the client, registering the library's
+//! handlers), `compile` or `execute`; which kind of [`RunError`] it was (`error`: `pjrt`,
+//! `program`, `input`, `output`, `library`, `plugin`); its status class (`status`: the PJRT
+//! status name, `INVALID_ARGUMENT`, ..., or null, see [`status`]); and the customop refusal
+//! code it carries (`refusal`, or null). The cross-check (python/customop/crosscheck.py)
+//! compares stage, refusal and status with jaxlib's.
 //!
 //! When the runner refuses the inputs itself (before the plugin sees them), `refusal` is the
 //! code a handler gives the same mismatch (`wrong_count`, `wrong_dtype`, `wrong_rank`,
 //! `wrong_shape`, `bad_descriptor` for an external's bytes), so that the cross-check compares
 //! codes exactly.
 
-use customop::pjrt::{Client, HostTensor, Program, RunError};
-use customop::{ElementType, TensorType};
+use customop::pjrt::{Client, HostTensor, PjrtCode, Program, RunError};
+use customop::{ElementType, Refusal, TensorType};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -66,12 +74,68 @@ fn decode(request: &serde_json::Value) -> Result<Request, String> {
     })
 }
 
-fn run(r: &Request, program: &Program) -> Result<Vec<HostTensor>, RunError> {
+/// Where and why the runner stopped.
+struct Failure {
+    /// `parse`, `setup`, `compile` or `execute`.
+    stage: &'static str,
+    error: RunError,
+    refusal: Option<Refusal>,
+}
+
+fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
+    move |error| Failure {
+        stage,
+        refusal: error.refusal(),
+        error,
+    }
+}
+
+fn run(r: &Request) -> Result<Vec<HostTensor>, Failure> {
+    let program = Program::text(&r.text).map_err(at("parse"))?;
     let devices = program.signature().map_or(1, |s| s.mesh_devices() as usize);
-    let client = Client::cpu(devices)?;
+    let client = Client::cpu(devices).map_err(at("setup"))?;
     // SAFETY: the caller (the Python cross-check) names a customop kernel cdylib.
-    unsafe { client.register_library(r.library.as_ref())? };
-    client.compile(program)?.run(&r.inputs)
+    unsafe { client.register_library(r.library.as_ref()) }.map_err(at("setup"))?;
+    let exe = client.compile(&program).map_err(at("compile"))?;
+    exe.run(&r.inputs).map_err(|error| Failure {
+        stage: "execute",
+        refusal: match &error {
+            RunError::Input(_) => program.signature().and_then(|s| s.refusal_for(&r.inputs)),
+            e => e.refusal(),
+        },
+        error,
+    })
+}
+
+/// Which kind of [`RunError`] `e` is.
+fn kind(e: &RunError) -> &'static str {
+    match e {
+        RunError::Pjrt { .. } => "pjrt",
+        RunError::Program(_) => "program",
+        RunError::Input(_) => "input",
+        RunError::Output(_) => "output",
+        RunError::Library { .. } => "library",
+        RunError::PluginNotFound { .. } | RunError::Plugin { .. } | RunError::PluginEnv { .. } => {
+            "plugin"
+        }
+        _ => "other",
+    }
+}
+
+/// The status class of `e`, for comparing with jaxlib's: a PJRT error's own status; for what
+/// the runner refuses before the plugin sees it, `INVALID_ARGUMENT`, the status XLA gives the
+/// same fault (a program without `@main`: "MLIR module must have a main function"; an input
+/// of another size: "expected parameter 0 of size 8 ... but got ... size 12"); for the rest (a
+/// library or plugin that cannot be loaded, an output that cannot be read) none, which agrees
+/// with nothing. (A text XLA cannot parse is `UNKNOWN` to XLA, "Failed to parse"; the runner
+/// reads only the entry function's signature, so such a text reaches the plugin unless the
+/// signature itself is what does not parse.)
+fn status(e: &RunError) -> Option<&'static str> {
+    match e {
+        RunError::Pjrt { code, .. } => Some(code.name()),
+        RunError::Program(_) | RunError::Input(_) => Some(PjrtCode::InvalidArgument.name()),
+        _ => None,
+    }
 }
 
 fn main() -> ExitCode {
@@ -93,12 +157,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let program = Program::text(&request.text);
-    let result = program
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|p| run(&request, p));
-    let answer = match result {
+    let answer = match run(&request) {
         Ok(outs) => serde_json::json!({
             "ok": true,
             "outputs": outs.iter().map(|t| serde_json::json!({
@@ -107,20 +166,14 @@ fn main() -> ExitCode {
                 "hex": t.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>(),
             })).collect::<Vec<_>>(),
         }),
-        Err(e) => {
-            let refusal = match (&e, &program) {
-                (RunError::Input(_), Ok(p)) => {
-                    p.signature().and_then(|s| s.refusal_for(&request.inputs))
-                }
-                _ => e.refusal(),
-            };
-            serde_json::json!({
-                "ok": false,
-                "input_error": matches!(e, RunError::Input(_)),
-                "refusal": refusal.map(|r| r.name()),
-                "message": e.to_string(),
-            })
-        }
+        Err(f) => serde_json::json!({
+            "ok": false,
+            "stage": f.stage,
+            "error": kind(&f.error),
+            "status": status(&f.error),
+            "refusal": f.refusal.map(|r| r.name()),
+            "message": f.error.to_string(),
+        }),
     };
     println!("{answer}");
     ExitCode::SUCCESS
