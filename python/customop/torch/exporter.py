@@ -131,11 +131,16 @@ class Exported:
         _register_with_jax(self._lib)
         backend = jax.extend.backend.get_backend("cpu")
         device = backend.local_devices()[0]
+        # Compile and execute apart: a failure is cross-checked against the runner's at its stage.
         try:
             exe = backend.compile_and_load(self.text, [device])
+        except Exception as e:
+            cross_check(self._lib.path, self.text, args, None, e, stage="compile")
+            raise
+        try:
             arrays = [np.array(o) for o in exe.execute([jax.device_put(a, device) for a in args])]
         except Exception as e:
-            cross_check(self._lib.path, self.text, args, None, e)
+            cross_check(self._lib.path, self.text, args, None, e, stage="execute")
             raise
         cross_check(self._lib.path, self.text, args, arrays, None)
         outs = [from_numpy(a) for a in arrays]
