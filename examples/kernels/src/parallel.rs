@@ -5,7 +5,8 @@
 use customop::parallel::{num_threads, par_chunks_mut, parallel_for};
 use customop::prelude::*;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Elements a parallel range should hold at least: below this, scheduling costs more than it
 /// saves.
@@ -135,11 +136,17 @@ pub extern "C" fn example_pool_probe_threads_seen(len: i64) -> i64 {
     seen.get(&len).copied().unwrap_or(0)
 }
 
+/// How long `pool_probe`'s ranges wait, at most, for a second thread to run one.
+const SECOND_THREAD_DEADLINE: Duration = Duration::from_secs(10);
+
 /// What the pool looks like from a kernel: `threads[0] = num_threads()`. It also runs
-/// `x.len()` one-element ranges, each waiting ~1 ms so that a pool of more than one thread
-/// shares them, and records how many distinct threads ran them, per length of `x`
-/// (`example_pool_probe_threads_seen`). A range containing index `panic_at` (if `>= 0`)
-/// panics, which must reach the caller as the call's `[kernel_panic]`.
+/// `x.len()` one-element ranges, each waiting ~1 ms, and records how many distinct threads ran
+/// them, per length of `x` (`example_pool_probe_threads_seen`). On a pool of more than one
+/// thread, with two ranges or more, a range also waits (10 s at most) until a second thread
+/// has run one: on a loaded machine, a pool thread can take longer to wake than the caller
+/// takes to run every range itself, and the count would say more of the scheduler than of the
+/// pool. A range containing index `panic_at` (if `>= 0`) panics, which must reach the caller
+/// as the call's `[kernel_panic]`.
 #[custom_op(name = "example::pool_probe")]
 pub fn pool_probe(
     x: TensorRef<'_, f32, 1>,
@@ -147,14 +154,29 @@ pub fn pool_probe(
     #[out(shape = [1])] mut threads: TensorMut<'_, i64>,
 ) -> Result<(), OpError> {
     let seen = Mutex::new(HashSet::new());
+    let joined = Condvar::new();
+    let wait = num_threads() >= 2 && x.len() >= 2;
+    let deadline = Instant::now() + SECOND_THREAD_DEADLINE;
     parallel_for(x.len(), 1, |r| {
-        if let Ok(mut s) = seen.lock() {
-            s.insert(std::thread::current().id());
+        let mut s = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.insert(std::thread::current().id()) {
+            joined.notify_all();
         }
+        while wait && s.len() < 2 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = joined
+                .wait_timeout(s, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(s);
         if panic_at >= 0 && r.contains(&(panic_at as usize)) {
             panic!("pool_probe: range {r:?} holds index {panic_at}");
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(1));
     });
     let distinct = seen.lock().map(|s| s.len()).unwrap_or(0) as i64;
     {
