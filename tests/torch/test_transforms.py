@@ -142,6 +142,31 @@ class Gradients(unittest.TestCase):
         with self.assertRaises(ct.NoGradientError):
             ops.example.checked_sqrt(x).sum().backward()
 
+    def test_forward_mode_is_refused_by_name_never_a_zero_tangent(self):
+        """No customop op has a forward-mode rule yet: a tangent reaching one (rms_norm_t, which
+        declares a vjp, and checked_sqrt, which declares none) is refused naming the op. Before,
+        torch.func.jvp gave a zero tangent and forward_ad a None one, with no error."""
+        from torch.autograd import forward_ad as fwAD
+        x = torch.rand(2, 6, dtype=torch.float64) + 0.5
+        t = torch.ones_like(x)
+        for name, f in [("example::rms_norm_t", lambda a: ops.example.rms_norm_t(a, eps=EPS)),
+                        # f32 only: the tangent reaches it through the conversion.
+                        ("example::checked_sqrt", lambda a: ops.example.checked_sqrt(a.float()))]:
+            for how, run in [
+                    ("torch.func.jvp", lambda: torch.func.jvp(f, (x,), (t,))),
+                    ("torch.func.jacfwd", lambda: torch.func.jacfwd(f)(x)),
+            ]:
+                with self.subTest(op=name, how=how):
+                    with self.assertRaisesRegex(ct.NoForwardRuleError,
+                                                "%s has no forward-mode rule" % name):
+                        run()
+            with self.subTest(op=name, how="forward_ad"), fwAD.dual_level():
+                with self.assertRaisesRegex(ct.NoForwardRuleError, name):
+                    f(fwAD.make_dual(x, t))
+            # Without a tangent the op runs as before, inside a dual level too.
+            with fwAD.dual_level():
+                self.assertEqual(f(x).shape, x.shape)
+
 
 class Vmap(unittest.TestCase):
     def test_vmap_of_every_op_is_the_loop_of_calls(self):

@@ -37,7 +37,9 @@ native path does not support, `load` raises `NativeUnavailable`.
 
 An op that declares a backward op (`#[custom_op(vjp = ...)]`) is differentiable: its autograd
 kernel saves the residuals the backward names and runs the backward op in `backward()`. Through
-any other op, `backward()` raises `NoGradientError`, naming the op. `torch.func.vmap` runs each
+any other op, `backward()` raises `NoGradientError`, naming the op. Forward mode (a tangent from
+`torch.func.jvp`, `jacfwd`, `torch.autograd.forward_ad`) raises `NoForwardRuleError`, naming the
+op, instead of a zero tangent. `torch.func.vmap` runs each
 op by its batching rule (`customop.batching.batching_rule`: the batch folded into the rows, or
 one call per element).
 
@@ -51,14 +53,14 @@ from __future__ import annotations
 import os
 
 from ..eager import KernelError
-from .autograd import NoGradientError
+from .autograd import NoForwardRuleError, NoGradientError
 from .exporter import Exported, ExportError, External, TorchXlaUnavailable, export
 from .library import TorchLibrary
 from .native import NATIVE_TORCH, NativeUnavailable, native_unsupported_reason
 
 __all__ = ["load", "export", "TorchLibrary", "Exported", "External", "KernelError",
-           "ExportError", "TorchXlaUnavailable", "NoGradientError", "NativeUnavailable",
-           "NATIVE_TORCH", "native_unsupported_reason"]
+           "ExportError", "TorchXlaUnavailable", "NoGradientError", "NoForwardRuleError",
+           "NativeUnavailable", "NATIVE_TORCH", "native_unsupported_reason"]
 
 _LOADED: dict[str, TorchLibrary] = {}
 

@@ -7,15 +7,40 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.autograd import forward_ad as _forward_ad
 
 from ..manifest import OpSchema
 from .native import reraise
 
-__all__ = ["NoGradientError", "autograd_kernel"]
+__all__ = ["NoGradientError", "NoForwardRuleError", "autograd_kernel"]
 
 
 class NoGradientError(RuntimeError):
     """`backward()` reached a customop op, which declares no gradient."""
+
+
+class NoForwardRuleError(RuntimeError):
+    """A forward-mode tangent (`torch.func.jvp`, `jacfwd`, `torch.autograd.forward_ad`) reached a
+    customop op, which has no forward-mode rule: refused, where torch would otherwise carry on
+    with a zero tangent and no error."""
+
+
+def _no_forward_rule_message(op: str) -> str:
+    return ("%s has no forward-mode rule: forward-mode AD (torch.func.jvp, jacfwd, hessian, "
+            "torch.autograd.forward_ad) cannot go through it, and customop refuses rather than "
+            "give a zero tangent. Differentiate it in reverse mode (backward(), "
+            "torch.autograd.grad) with its declared `vjp`, or call it on inputs without a "
+            "tangent (fwAD.unpack_dual(x).primal)." % op)
+
+
+def _has_tangent(args: tuple[Any, ...]) -> bool:
+    """Whether any tensor argument carries a forward-mode tangent at the current dual level
+    (torch.func.jvp and jacfwd enter one too). Outside forward-mode AD no level is active, and
+    the check is one attribute read."""
+    if _forward_ad._current_level < 0:
+        return False
+    return any(isinstance(a, torch.Tensor) and _forward_ad.unpack_dual(a).tangent is not None
+               for a in args)
 
 
 def _no_gradient_message(op: str) -> str:
@@ -98,6 +123,10 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     function = NoGradient if vjp is None else WithGradient
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        # Without this, the op runs below autograd on the primals and its outputs carry no
+        # tangent: torch.func.jvp gave zeros, forward_ad a None tangent.
+        if _has_tangent(args):
+            raise NoForwardRuleError(_no_forward_rule_message(name))
         if torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return function.apply(keyset, kwargs, *args)
