@@ -19,6 +19,7 @@ mod boundary_tests;
 mod buffer;
 mod client;
 mod compile;
+mod compiled_shape;
 mod error;
 mod executable;
 mod host;
@@ -51,5 +52,5 @@ pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, S
 /// [`Client::compile`] reads it from the plugin. Not part of the API.
 #[doc(hidden)]
 pub fn __fuzz_compiled_program(module: &[u8]) -> Result<Vec<crate::TensorType>, RunError> {
-    compile::entry_parameters(module)
+    compiled_shape::entry_parameters(module)
 }
