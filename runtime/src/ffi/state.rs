@@ -146,15 +146,12 @@ fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
     Ok(t)
 }
 
-/// The frame's API table if its state functions are used: FFI API 0.3 to 0.5 (jaxlib; their
-/// arguments have a `stage`), and 0.2 only on the table the runner verified (its pinned
-/// plugin; other minor-2 builds laid `XLA_FFI_TypeInfo` out otherwise). Any other table: the
-/// process cache.
+/// The frame's API table if its state functions are used: a table of a known minor
+/// (`api_table`: 0.2 to 0.5; from 0.3, jaxlib's, their arguments have a `stage`), a 0.2 one
+/// only if the runner verified it (its pinned plugin; other minor-2 builds laid
+/// `XLA_FFI_TypeInfo` out otherwise). Any other table: the process cache.
 fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
-    api_table(frame).filter(|t| match t.head.api_version.minor_version {
-        2 => trusted_v2(t),
-        m => (3..=5).contains(&m),
-    })
+    api_table(frame).filter(|t| t.head.api_version.minor_version != 2 || trusted_v2(t))
 }
 
 /// XLA's deleter of a state of type `T`.
