@@ -2,9 +2,12 @@
 //! jaxlib's XLA CPU client (through `customop-xla`), and the numbers are compared with values
 //! computed here, independently of the code under test.
 //!
-//! One test binary for all of them: each binary that links MLIR is ~160 MB.
+//! One test binary for all of them: each binary that links MLIR is ~160 MB. It also holds what the
+//! macros must accept (`macro_cases/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
+
+mod macro_cases;
 
 use customop::lower::{External, Module};
 use customop::{ElementType, TensorType};

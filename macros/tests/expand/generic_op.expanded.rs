@@ -179,7 +179,8 @@ pub mod rms_norm {
     ::customop::__private::if_mlir! {
         #[doc =
         "Emits `nn::rms_norm` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
-        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
+        #[allow(clippy::too_many_arguments)] pub fn call(__f : & mut
+        ::customop::__private::lower::FuncBuilder < '_ >, x : &
         ::customop::__private::lower::Value, eps : f32) -> ::core::result::Result <
         ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
         where for < '__f > f32 : ::customop::__private::types::Element, for < '__f > bf16

@@ -129,7 +129,8 @@ pub mod make_stats {
     ::customop::__private::if_mlir! {
         #[doc =
         "Emits `example::make_stats` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
-        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
+        #[allow(clippy::too_many_arguments)] pub fn call(__f : & mut
+        ::customop::__private::lower::FuncBuilder < '_ >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
         ::customop::__private::lower::DescriptorValue < Stats >,
         ::customop::__private::lower::BuildError > where for < '__f > f32 :

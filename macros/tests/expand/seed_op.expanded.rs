@@ -176,8 +176,9 @@ pub mod custom_op_external {
     ::customop::__private::if_mlir! {
         #[doc =
         "Emits `my_custom_library::custom_op_external` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules. In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says."]
-        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, blob :
-        & ::customop::__private::lower::DescriptorValue < Blob >, x : &
+        #[allow(clippy::too_many_arguments)] pub fn call(__f : & mut
+        ::customop::__private::lower::FuncBuilder < '_ >, blob : &
+        ::customop::__private::lower::DescriptorValue < Blob >, x : &
         ::customop::__private::lower::Value) -> ::core::result::Result <
         ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
         where for < '__f > Blob : ::customop::__private::descriptor::Descriptor, for <

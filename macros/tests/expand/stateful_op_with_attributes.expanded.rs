@@ -214,8 +214,9 @@ pub mod step {
         : ::customop::__private::lower::Value, pub state :
         ::customop::__private::lower::DescriptorValue < Counter > } #[doc =
         "Emits `example::step` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
-        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, state :
-        & ::customop::__private::lower::DescriptorValue < Counter >, x : &
+        #[allow(clippy::too_many_arguments)] pub fn call(__f : & mut
+        ::customop::__private::lower::FuncBuilder < '_ >, state : &
+        ::customop::__private::lower::DescriptorValue < Counter >, x : &
         ::customop::__private::lower::Value, eps : f32, label : & str, cfg : & Cfg) ->
         ::core::result::Result < Outputs, ::customop::__private::lower::BuildError >
         where for < '__f > Counter : ::customop::__private::descriptor::Descriptor, for <

@@ -172,7 +172,8 @@ pub mod scale {
     ::customop::__private::if_mlir! {
         #[doc =
         "Emits `nn::scale` as a `stablehlo.custom_call`: checks the operands, computes the result types from the shape rules."]
-        pub fn call(__f : & mut ::customop::__private::lower::FuncBuilder < '_ >, x : &
+        #[allow(clippy::too_many_arguments)] pub fn call(__f : & mut
+        ::customop::__private::lower::FuncBuilder < '_ >, x : &
         ::customop::__private::lower::Value, k : f32) -> ::core::result::Result <
         ::customop::__private::lower::Value, ::customop::__private::lower::BuildError >
         where for < '__f > f32 : ::customop::__private::types::Element, for < '__f > f32

@@ -95,6 +95,8 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
             #ret_items
 
             #[doc = #doc]
+            // One parameter per operand and attribute: as many as the user's function has.
+            #[allow(clippy::too_many_arguments)]
             pub fn call(
                 __f: &mut #lw::FuncBuilder<'_>,
                 #(#args),*

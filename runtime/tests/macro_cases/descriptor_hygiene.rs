@@ -27,8 +27,13 @@ struct Cfg {
     name: ::std::string::String,
 }
 
-fn main() {
+pub fn run() {
     use ::customop::Descriptor as _;
-    let c = Cfg { scale: 1.0, mode: Mode::A, list: ::std::vec::Vec::new(), name: ::std::string::String::new() };
+    let c = Cfg {
+        scale: 1.0,
+        mode: Mode::A,
+        list: ::std::vec::Vec::new(),
+        name: ::std::string::String::new(),
+    };
     let _ = Cfg::unpack(&c.pack());
 }

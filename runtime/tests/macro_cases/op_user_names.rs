@@ -40,7 +40,7 @@ pub fn summarise(
     Ok(Opaque(Outputs { n: x.len() as u32 }))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut m = Module::new();
     let mut f = m.entry("main", [TensorType::new(ElementType::F32, [3])?])?;
     let x = f.arg(0)?;

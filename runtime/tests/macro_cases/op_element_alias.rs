@@ -23,7 +23,7 @@ pub fn scale_by(
     Ok(())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let s = scale_by::schema();
     assert_eq!(
         scale_by::schema_string(),

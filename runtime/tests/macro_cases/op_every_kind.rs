@@ -15,7 +15,13 @@ pub struct State {
     pub n: u64,
 }
 
-#[custom_op(name = "ui::every", target = "ui_every_target", side_effect, api_version = 4, crate = "::customop")]
+#[custom_op(
+    name = "ui::every",
+    target = "ui_every_target",
+    side_effect,
+    api_version = 4,
+    crate = "::customop"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn every(
     #[external] cfg: &Cfg,
@@ -34,7 +40,9 @@ pub fn every(
 ) -> Result<Opaque<Cfg>, OpError> {
     state.n += 1;
     let _ = (y, w, eps, flag, n, name, dims, weights, inner, z);
-    Ok(Opaque(Cfg { scale: cfg.scale * x.dim(0) as f32 }))
+    Ok(Opaque(Cfg {
+        scale: cfg.scale * x.dim(0) as f32,
+    }))
 }
 
 #[custom_op(name = "ui::no_results", side_effect)]
@@ -55,7 +63,7 @@ pub fn scaled_rows(
     Ok(())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     use customop::lower::Sharding;
     let rule = scaled_rows::schema().partition.as_ref().ok_or("no rule")?;
     assert_eq!(rule.notation(), "([rows, _], [rows])->([rows, _])");
@@ -63,20 +71,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     m.mesh("mesh", &[("x", 2)])?;
     let mut f = m.entry(
         "main",
-        [TensorType::new(ElementType::F32, [4, 2])?, TensorType::new(ElementType::F32, [4])?, TensorType::new(ElementType::F32, [3])?],
+        [
+            TensorType::new(ElementType::F32, [4, 2])?,
+            TensorType::new(ElementType::F32, [4])?,
+            TensorType::new(ElementType::F32, [3])?,
+        ],
     )?;
     f.shard_arg(0, Sharding::new("mesh", &[&["x"], &[]]))?;
     let (x, w, short) = (f.arg(0)?, f.arg(1)?, f.arg(2)?);
     let y = scaled_rows::call(&mut f, &x, &w, 0.5)?;
     assert_eq!(y.ty().to_string(), "tensor<4x3xf32>");
-    assert_eq!(f.sharding_of(&y), Some(&Sharding::new("mesh", &[&["x"], &[]])));
-    let err = scaled_rows::call(&mut f, &x, &short, 0.5).unwrap_err().to_string();
-    assert!(err.contains("factor `rows` is a dimension of size 4 of `x` but of size 3 of `w`"), "{err}");
+    assert_eq!(
+        f.sharding_of(&y),
+        Some(&Sharding::new("mesh", &[&["x"], &[]]))
+    );
+    let err = scaled_rows::call(&mut f, &x, &short, 0.5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("factor `rows` is a dimension of size 4 of `x` but of size 3 of `w`"),
+        "{err}"
+    );
     f.ret(&[&y])?;
     let text = m.to_text()?;
     // `w` is split like `x`, since they share `rows`; each device sees 2 rows.
-    assert!(text.contains(r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{"x"}]>]>"#), "{text}");
-    assert!(text.contains("(tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x3xf32>"), "{text}");
+    assert!(
+        text.contains(
+            r#"in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, <@mesh, [{"x"}]>]>"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("(tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x3xf32>"),
+        "{text}"
+    );
 
     assert_eq!(every::TARGET, "ui_every_target");
     assert_eq!(
@@ -86,12 +114,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut m = Module::new();
     let mut f = m.entry(
         "main",
-        [TensorType::new(ElementType::F32, [2, 3])?, TensorType::new(ElementType::I32, [4])?],
+        [
+            TensorType::new(ElementType::F32, [2, 3])?,
+            TensorType::new(ElementType::I32, [4])?,
+        ],
     )?;
     let (x, z) = (f.arg(0)?, f.arg(1)?);
     let cfg = f.external::<Cfg>("cfg")?;
     let state = f.external::<State>("state")?;
-    let out = every::call(&mut f, &cfg, &state, &x, &z, 0.5, true, 3, "n", &[1, 2], &[0.5], &Cfg { scale: 2.0 })?;
+    let out = every::call(
+        &mut f,
+        &cfg,
+        &state,
+        &x,
+        &z,
+        0.5,
+        true,
+        3,
+        "n",
+        &[1, 2],
+        &[0.5],
+        &Cfg { scale: 2.0 },
+    )?;
     assert_eq!(out.y.ty().to_string(), "tensor<2x3xf32>");
     assert_eq!(out.w.ty().to_string(), "tensor<3x2x4xi8>");
     let _: customop::lower::DescriptorValue<Cfg> = out.result;

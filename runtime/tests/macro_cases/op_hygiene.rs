@@ -36,7 +36,7 @@ pub fn hygienic(
     std::result::Result::Ok(())
 }
 
-fn main() {
+pub fn run() {
     std::assert_eq!(hygienic::NAME, "ui::hygienic");
     std::assert_eq!(
         hygienic::schema_string(),

@@ -39,9 +39,19 @@ struct All {
 #[derive(Descriptor, Debug, PartialEq)]
 struct Empty {}
 
-fn main() {
+pub fn run() {
     let v = All {
-        a: true, b: 1, c: 2, d: 3, e: 4, f: 5, g: 6, h: 7, i: 8, j: 9.0, k: 10.0,
+        a: true,
+        b: 1,
+        c: 2,
+        d: 3,
+        e: 4,
+        f: 5,
+        g: 6,
+        h: 7,
+        i: 8,
+        j: 9.0,
+        k: 10.0,
         level: Level::High,
         point: Point { x: 1.0, y: 2.0 },
         grid: [[1, 2], [3, 4], [5, 6]],
