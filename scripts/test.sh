@@ -10,6 +10,8 @@ TORCH_NEWEST_PYTHON="$PWD/target/torch-venv/bin/python"
 # The oldest jax customop supports (0.10.0): the JAX-only tests run on it too.
 JAX_OLDEST_PYTHON="$PWD/target/jax-oldest-venv/bin/python"
 step() { printf '\n=== %s\n' "$*" >&2; }
+# One full run, not an edit loop: incremental caches would only take disk (~1 GB).
+export CARGO_INCREMENTAL=0
 
 # The torch and jax each suite's log names are the venv's: every package a venv's requirements
 # file pins (torch 2.9, torch_xla 2.9, jax 0.12; torch 2.15; jax 0.10) is installed at that
@@ -70,6 +72,24 @@ rm -f "$CUSTOMOP_PJRT_CROSS_CHECK_LOG"
 step "cargo test"
 log=target/test-output.log
 cargo test --workspace --locked 2>&1 | tee "$log"
+# The example programs as that build made them: `cargo run -p customop-examples` would build
+# them again with other features (no dev-dependencies unified), ~1.3 GB and minutes more.
+declare -A EXAMPLE_BIN=()
+while read -r name path; do EXAMPLE_BIN[$name]=$path; done < <(
+  cargo test --workspace --locked --no-run --message-format=json 2>/dev/null | "$CUSTOMOP_PYTHON" -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["bin"] \
+            and not m["profile"]["test"] and m.get("executable"):
+        print(m["target"]["name"], m["executable"])
+')
+example() {
+  local bin=${EXAMPLE_BIN[$1]:-}
+  [ -x "$bin" ] || { echo "cargo test --workspace built no example program $1" >&2; exit 1; }
+  shift
+  "$bin" "$@"
+}
 step "the example kernel cdylib, built alone (no MLIR)"
 cargo build --locked -p customop-example-kernels --target-dir target/kernels
 export CUSTOMOP_KERNELS="$PWD/target/kernels/debug/libcustomop_example_kernels.so"
@@ -108,16 +128,16 @@ step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/torch/seed.py "$CUSTOMOP_KERNELS"
-cargo run --locked -q -p customop-examples --bin seed
-cargo run --locked -q -p customop-examples --bin seed_sharded
-cargo run --locked -q -p customop-examples --bin mlp
-cargo run --locked -q -p customop-examples --bin builder_scaling -- 1000 10000
-cargo run --locked -q -p customop-examples --bin shard_scaling -- 64 32 3
+example seed
+example seed_sharded
+example mlp
+example builder_scaling 1000 10000
+example shard_scaling 64 32 3
 # Every program customop.torch's Exported.run runs on jaxlib in the Python tests, and every
 # function they run through customop.xla.crosscheck.jit, also runs through the Rust runner
 # (examples/src/bin/pjrt_run.rs), which must agree; each check is counted in the log.
-cargo build --locked -q -p customop-examples --bin pjrt_run
-export CUSTOMOP_PJRT_CROSS_CHECK="$PWD/target/debug/pjrt_run"
+export CUSTOMOP_PJRT_CROSS_CHECK=${EXAMPLE_BIN[pjrt_run]:-}
+[ -x "$CUSTOMOP_PJRT_CROSS_CHECK" ] || { echo "cargo test --workspace built no pjrt_run" >&2; exit 1; }
 # Python unittest files, each counted in the closing total like a cargo test binary.
 # `TORCH_TAG` names the torch or jax a run is on in its log (empty: the main venv's: torch 2.9,
 # jax 0.12).
