@@ -8,6 +8,7 @@ use customop::prelude::*;
 
 pub use customop_example_kernel_lib::affine;
 
+pub mod derivatives;
 pub mod parallel;
 pub mod state;
 
@@ -483,10 +484,13 @@ pub fn rms_norm_t<T: Real>(
 /// The backward of `rms_norm_t`: with `r = 1 / sqrt(mean(x^2) + eps)` per row,
 /// `d_x = r * d_y - r^3 * x * mean(x * d_y)`. It takes the forward input `x`, the attribute
 /// `eps` and the cotangent `d_y` of the output `y`, and returns the gradient `d_x` of `x`.
+///
+/// Its own gradient is `rms_norm_t_bwd_bwd` (second derivatives of `rms_norm_t`).
 #[custom_op(
     name = "example::rms_norm_t_bwd",
     dtypes(T = [f32, f64, customop::bf16, customop::f16]),
-    partition(x = [rows, _], d_y = [rows, _])
+    partition(x = [rows, _], d_y = [rows, _]),
+    vjp = derivatives::rms_norm_t_bwd_bwd
 )]
 pub fn rms_norm_t_bwd<T: Real>(
     x: TensorRef<'_, T, 2>,
