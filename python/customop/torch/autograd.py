@@ -6,13 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import contextvars
+
 import torch
+from torch._functorch.pyfunctorch import (temporarily_clear_interpreter_stack,
+                                          temporarily_restore_interpreter_stack)
 from torch.autograd import forward_ad as _forward_ad
 
 from ..manifest import OpSchema
 from .native import reraise
 
 __all__ = ["NoGradientError", "NoForwardRuleError", "autograd_kernel"]
+
+
+# The torch.func interpreters set aside while an op's autograd.Function applies (`apply` in
+# `autograd_kernel`), for its forward to restore.
+_functorch_stack: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "customop_functorch_stack", default=None)
 
 
 class NoGradientError(RuntimeError):
@@ -28,9 +38,10 @@ class NoForwardRuleError(RuntimeError):
 def _no_forward_rule_message(op: str) -> str:
     return ("%s has no forward-mode rule: forward-mode AD (torch.func.jvp, jacfwd, hessian, "
             "torch.autograd.forward_ad) cannot go through it, and customop refuses rather than "
-            "give a zero tangent. Differentiate it in reverse mode (backward(), "
-            "torch.autograd.grad) with its declared `vjp`, or call it on inputs without a "
-            "tangent (fwAD.unpack_dual(x).primal)." % op)
+            "give a zero tangent. Differentiate it in reverse mode with its declared `vjp` "
+            "(backward(), torch.autograd.grad, torch.func.grad, vjp, jacrev; a Hessian as "
+            "jacrev(jacrev(f))), or call it on inputs without a tangent "
+            "(fwAD.unpack_dual(x).primal)." % op)
 
 
 def _has_tangent(args: tuple[Any, ...]) -> bool:
@@ -44,9 +55,10 @@ def _has_tangent(args: tuple[Any, ...]) -> bool:
 
 
 def _no_gradient_message(op: str) -> str:
-    return ("%s has no gradient: customop ops declare no backward, so backward() cannot go "
-            "through it. Call it on detached inputs (x.detach()) or under torch.no_grad() when "
-            "no gradient needs to flow through it." % op)
+    return ("%s has no gradient: it declares no backward op (`#[custom_op(vjp = ...)]`), so "
+            "backward() (and torch.func.grad, vjp, jacrev) cannot go through it. Declare one, "
+            "or call it on detached inputs (x.detach()) or under torch.no_grad() when no "
+            "gradient needs to flow through it." % op)
 
 
 @torch.library.custom_op("customop::no_gradient", mutates_args=())
@@ -67,7 +79,14 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     gradient its outputs are tied to a node whose backward runs the op's declared backward op
     (`vjp = ...`, with the forward inputs, attributes and outputs it names as residuals, saved
     with `save_for_backward`), or, for an op that declares none, raises `NoGradientError`
-    (without it, torch only warns and leaves `.grad` None)."""
+    (without it, torch only warns and leaves `.grad` None).
+
+    The node is a `torch.autograd.Function` in the form torch.func needs (`forward` without
+    `ctx`, `setup_context`, a generated vmap rule), so `torch.func.grad`, `vjp`, `jacrev` and
+    `vmap(grad(...))` go through it as `backward()` does. Its backward calls the backward op
+    through the dispatcher, differentiably: with `create_graph=True` (double backward,
+    `gradgradcheck`, `torch.func.hessian` in reverse mode) the backward op's own autograd kernel
+    records it, and differentiates it by its own declared `vjp`, or refuses by name."""
     name = sch.name
     vjp = sch.vjp
 
@@ -80,29 +99,51 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
             reraise(e)
             raise
 
+    def forward(keyset: Any, kwargs: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        stack = _functorch_stack.get()
+        if stack is None:
+            return below_autograd(keyset, args, kwargs)
+        # Under torch.func transforms, with the transforms' interpreters back (see `apply`),
+        # and grad mode as the kernel found it (on): autograd.Function runs its forward without
+        # grad, which the levels below would take as theirs, and record nothing: grad of grad
+        # gave zeros.
+        with temporarily_restore_interpreter_stack(stack), torch.enable_grad():
+            return below_autograd(keyset, args, kwargs)
+
+    def no_forward_rule(ctx: Any, *tangents: Any) -> Any:
+        raise NoForwardRuleError(_no_forward_rule_message(name))
+
     class NoGradient(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
-            ctx.shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
-            return below_autograd(keyset, args, kwargs)
+        def forward(keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            return forward(keyset, kwargs, args)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            ctx.shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None
+                          for a in inputs[2:]]
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             grad = next(g for g in grads if g is not None)
-            return (None, None, *[
-                _no_gradient(grad, shape, name) if needed else None
-                for shape, needed in zip(ctx.shapes, ctx.needs_input_grad[2:])])
+            return (None, None, *[_no_gradient(grad, shape, name) if needed else None
+                                  for shape, needed in zip(ctx.shapes, ctx.needs_input_grad[2:])])
+
+        jvp = staticmethod(no_forward_rule)
 
     class WithGradient(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
-            output = below_autograd(keyset, args, kwargs)
+        def forward(keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            return forward(keyset, kwargs, args)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            _, kwargs, *args = inputs
             outs = list(output) if isinstance(output, tuple) else [output]
             ctx.kwargs = dict(kwargs)
             ctx.n_args = len(args)
             # The residuals: every operand and output (the backward op reads those it names).
             ctx.save_for_backward(*args, *outs)
-            return output
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
@@ -120,7 +161,26 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
             got = list(got) if isinstance(got, tuple) else [got]
             return (None, None, *vjp.input_gradients(sch, got))
 
+        jvp = staticmethod(no_forward_rule)
+
     function = NoGradient if vjp is None else WithGradient
+
+    def apply(keyset: Any, kwargs: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        if torch._C._functorch.peek_interpreter_stack() is None:
+            return function.apply(keyset, kwargs, *args)
+        # Under a torch.func transform (grad, vjp, jacrev, vmap of those), the transform has
+        # brought the call to its level before this Autograd kernel runs, and autograd here is
+        # that level's: the node belongs here, as an ATen op's autograd kernel records its own.
+        # autograd.Function.apply would instead route the call through torch's
+        # `custom_function_call`, which only works above the transforms' dispatch (torch's own
+        # `register_autograd` ops fail there alike). So apply runs with the transforms'
+        # interpreters set aside, and the forward puts them back to run the op below autograd.
+        with temporarily_clear_interpreter_stack() as stack:
+            token = _functorch_stack.set(stack)
+            try:
+                return function.apply(keyset, kwargs, *args)
+            finally:
+                _functorch_stack.reset(token)
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         # Without this, the op runs below autograd on the primals and its outputs carry no
@@ -129,7 +189,7 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
             raise NoForwardRuleError(_no_forward_rule_message(name))
         if torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            return function.apply(keyset, kwargs, *args)
+            return apply(keyset, kwargs, args)
         return below_autograd(keyset, args, kwargs)
 
     return kernel
