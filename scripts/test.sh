@@ -164,6 +164,7 @@ for native in 1 0; do
   py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
   py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
   py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
+  py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
 done
 # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
 export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
@@ -173,6 +174,7 @@ for native in 1 0; do
   export CUSTOMOP_TORCH_NATIVE=$native
   py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
   py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+  py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
   # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
   py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"
   py_tests "one op for several element types on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_generic_ops.py "$TORCH_NEWEST_PYTHON"
@@ -182,6 +184,7 @@ unset CUSTOMOP_TORCH_NATIVE
 py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run by jaxlib and the Rust runner" tests/torch/test_torchax_export.py "$TORCH_NEWEST_PYTHON"
 unset TORCH_TAG
 py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
+py_tests "JAX second derivatives (grad of grad, jacrev of jacrev; jit, vmap) and jax.grad inside shard_map (check_vma)" tests/xla/test_higher_order.py
 py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
 py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool's threads, a panic in a range" tests/xla/test_parallel.py
 py_tests "#[state] built once per call site at XLA's instantiate stage; a constructor error is bad_state" tests/xla/test_state.py
@@ -190,6 +193,7 @@ py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
+py_tests "JAX second derivatives and shard_map gradients on $TORCH_TAG" tests/xla/test_higher_order.py "$JAX_OLDEST_PYTHON"
 py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
 py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
 py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$JAX_OLDEST_PYTHON"
@@ -238,6 +242,7 @@ declare -A MIN_CHECKS=(
   [xla/test_generic_ops.py]=32
   [xla/test_dtypes.py]=24
   [xla/test_transforms.py]=128
+  [xla/test_higher_order.py]=4
   [xla/test_parallel.py]=4
 )
 short=0

@@ -212,6 +212,11 @@ class Grad(unittest.TestCase):
         check_grads(lambda x: OPS.example.rms_norm_t(x, eps=EPS), (self.X,), 1, ["rev"])
         check_grads(lambda x: OPS.example.mean_pool(x, k=3, stride=2), (self.X,), 1, ["rev"])
         check_grads(lambda x, w: OPS.example.scale_rows(x, w), (self.X, self.W), 1, ["rev"])
+        # Order 2 in reverse mode: through backward ops that declare their own backward.
+        check_grads(lambda x: OPS.example.rms_norm_t(x, eps=EPS), (self.X,), 2, ["rev"])
+        check_grads(OPS.example.softplus, (self.X,), 2, ["rev"])
+        check_grads(lambda x, g: OPS.example.rms_norm_t_bwd(x, g, eps=EPS),
+                    (self.X, self.X[::-1].copy()), 1, ["rev"])
         taps = LIB.pack("example::Taps", {"bias": 1.0, "taps": [0.5 * i for i in range(16)]})
         # apply_taps is f32 only: its gradient is exact (linear), so f32 tolerances are ample.
         check_grads(lambda x: OPS.example.apply_taps(taps, x), (self.X.astype(np.float32),), 1,
@@ -221,7 +226,9 @@ class Grad(unittest.TestCase):
         with_vjp = sorted(op.name for op in OPS if op.schema.vjp is not None)
         self.assertEqual(with_vjp, ["example::apply_taps", "example::gather_rows",
                                     "example::mean_pool",
-                                    "example::rms_norm_t", "example::scale_rows"])
+                                    "example::rms_norm_t", "example::rms_norm_t_bwd",
+                                    "example::scale_rows", "example::softplus",
+                                    "example::softplus_bwd"])
 
     def test_jit_grad_matches_jnp(self):
         c = RNG.normal(size=(4, 6))

@@ -188,7 +188,9 @@ def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any
     f = jax.custom_vjp(forward)
 
     def fwd(*operands: Any) -> Any:
-        out = forward(*operands)
+        # The op itself, not its bare forward: under an outer derivative (grad of grad), JAX
+        # differentiates this function too, through the op's own rule.
+        out = f(*operands)
         return out, (operands, out)
 
     def bwd(res: Any, cts: Any) -> Any:
@@ -201,7 +203,9 @@ def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any
                 "no gradient needs to flow through it." % name)
         args, battrs = vjp.backward_arguments(sch, operands, _results(out), _results(cts),
                                               attrs)
-        grads = _results(_batched(lib, vjp.op, battrs)(*args))
+        # The backward op differentiable in turn (by its own declared backward, or refusing
+        # by name): grad of grad and Hessians in reverse mode go through it.
+        grads = _results(_differentiable(lib, vjp.op, battrs)(*args))
         return tuple(vjp.input_gradients(sch, grads))
 
     f.defvjp(fwd, bwd)
@@ -223,10 +227,35 @@ def call_op(lib: KernelLibrary, name: str, *operands: Any, **attrs: Any) -> Any:
     shapes = dict(zip(names, (tuple(np.shape(o)) for o in operands)))
     types = lib.manifest.element_types
     dtypes = {n: types.by_numpy(_numpy_dtype(o).name) for n, o in zip(names, operands)}
-    results = [jax.ShapeDtypeStruct(spec.shape, spec.dtype.numpy_dtype)
+    operands, manual = _same_varying_axes(operands)
+    results = [jax.ShapeDtypeStruct(spec.shape, spec.dtype.numpy_dtype, **manual)
                for spec in result_specs(sch, shapes, attrs, dtypes)]
     return jax.ffi.ffi_call(sch.target, results if len(results) != 1 else results[0],
                             has_side_effect=sch.side_effect)(*operands, **attrs)
+
+
+def _same_varying_axes(operands: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Inside `jax.shard_map` (with its default `check_vma`), the operands cast to vary along
+    every manual mesh axis any of them varies along, and the keyword that gives the results
+    that type: an FFI call's results are typed by what it is told (nothing would make them
+    invariant, and their cotangents would not match the inputs': jax.grad failed). Outside,
+    the operands as they are and no keyword."""
+    import jax
+
+    def varying(o: Any) -> frozenset[Any]:
+        mat = getattr(jax.typeof(o), "mat", None) if hasattr(o, "dtype") else None
+        return mat.varying if mat is not None else frozenset()
+
+    axes = frozenset().union(*(varying(o) for o in operands))
+    if not axes:
+        return operands, {}
+    cast = tuple(o if varying(o) == axes else
+                 jax.lax.pcast(o, tuple(sorted(axes - varying(o), key=str)), to="varying")
+                 for o in operands)
+    aval = jax.typeof(cast[0])
+    # A type with manual axes names its mesh (the abstract mesh inside shard_map).
+    return cast, {"manual_axis_type": aval.mat, "sharding": jax.sharding.NamedSharding(
+        aval.sharding.mesh, jax.sharding.PartitionSpec())}
 
 
 def _numpy_dtype(value: Any) -> Any:

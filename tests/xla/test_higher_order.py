@@ -1,0 +1,160 @@
+"""JAX: second derivatives through customop ops, and gradients inside `jax.shard_map`.
+
+- Second derivatives compose from backward ops that declare their own backward
+  (`rms_norm_t_bwd` -> `rms_norm_t_bwd_bwd`, `softplus` -> `softplus_bwd` ->
+  `softplus_bwd_bwd`): grad of grad (Hessian-vector products) and `jacrev(jacrev(f))`, under
+  `jit` (run by jaxlib and the Rust runner) and `vmap`, against jax's own derivatives of the
+  same functions written with jnp and against finite differences of the first derivative; f64
+  and f32.
+- A missing second-order rule is refused naming the backward op (`NoGradientError`).
+- `jax.grad` through ops called inside `jax.shard_map` with its default `check_vma` (the FFI
+  call's results vary along the operands' manual axes) equals the unsharded gradient, for a
+  sharded operand alone and next to a replicated one.
+
+Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
+     target/xla-venv/bin/python -m unittest tests/xla/test_higher_order.py
+(scripts/test.sh does). Four CPU devices, f64 (set here, before jax starts).
+"""
+
+import os
+import unittest
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_force_host_platform_device_count=4").strip()
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+from customop.xla import Library, NoGradientError, crosscheck  # noqa: E402
+
+PATH = os.environ["CUSTOMOP_KERNELS"]
+LIB = Library(PATH)
+LIB.register()
+E = LIB.ops.example
+# eps is an f32 attribute: the references use the same value.
+EPS = float(np.float32(1e-3))
+RNG = np.random.default_rng(11)
+C = RNG.normal(size=(8, 6))
+SHARD_MAP = getattr(jax, "shard_map", None)
+if SHARD_MAP is None:  # jax < 0.7
+    from jax.experimental.shard_map import shard_map as SHARD_MAP
+
+
+def rms_norm_ref(x):
+    return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS)
+
+
+# (name, customop loss, the same loss written with jnp): scalar functions of x (8 x 6).
+LOSSES = [
+    ("rms_norm_t", lambda x: jnp.sum(E.rms_norm_t(x, eps=EPS) * C.astype(x.dtype)),
+     lambda x: jnp.sum(rms_norm_ref(x) * C.astype(x.dtype))),
+    ("softplus", lambda x: jnp.sum(E.softplus(x) * C.astype(x.dtype)),
+     lambda x: jnp.sum(jax.nn.softplus(x) * C.astype(x.dtype))),
+]
+
+
+def hvp(f, v):
+    """x -> the Hessian of f at x times v, as grad of grad."""
+    return jax.grad(lambda x: jnp.sum(jax.grad(f)(x) * v))
+
+
+class SecondDerivatives(unittest.TestCase):
+    X = RNG.normal(size=(8, 6))
+    V = RNG.normal(size=(8, 6))
+
+    def test_hessian_vector_products_f64(self):
+        for name, f, ref in LOSSES:
+            with self.subTest(op=name):
+                # Under jit, run by jaxlib and, in the test suite, by the Rust runner too.
+                got = crosscheck.jit(PATH, hvp(f, self.V))(self.X)
+                want = hvp(ref, self.V)(self.X)
+                self.assertGreater(float(jnp.max(jnp.abs(want))), 0.1)
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+                # Finite differences of the first derivative: no second-order rule involved.
+                h = 1e-5
+                fd = (jax.grad(f)(self.X + h * self.V) - jax.grad(f)(self.X - h * self.V)) / (2 * h)
+                np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7)
+                np.testing.assert_allclose(hvp(f, self.V)(self.X), got, rtol=0, atol=0)
+
+    def test_full_hessian_by_jacrev_of_jacrev(self):
+        x = self.X[:2]
+        for name, f, ref in LOSSES:
+            with self.subTest(op=name):
+                g = lambda x: f(jnp.concatenate([x, jnp.zeros((6, 6))]))  # noqa: E731
+                r = lambda x: ref(jnp.concatenate([x, jnp.zeros((6, 6))]))  # noqa: E731
+                np.testing.assert_allclose(jax.jacrev(jax.jacrev(g))(x), jax.hessian(r)(x),
+                                           rtol=1e-12, atol=1e-12)
+
+    def test_hessian_vector_products_f32(self):
+        for name, f, ref in LOSSES:
+            with self.subTest(op=name):
+                got = jax.jit(hvp(f, self.V.astype(np.float32)))(self.X.astype(np.float32))
+                self.assertEqual(got.dtype, np.float32)
+                np.testing.assert_allclose(got, hvp(ref, self.V)(self.X), rtol=1e-4, atol=1e-4)
+
+    def test_per_sample_hessian_vector_products(self):
+        xs = RNG.normal(size=(3, 8, 6))
+        for name, f, _ in LOSSES:
+            with self.subTest(op=name):
+                got = jax.jit(jax.vmap(hvp(f, self.V)))(xs)
+                for b in range(3):
+                    np.testing.assert_allclose(got[b], hvp(f, self.V)(xs[b]), rtol=1e-14,
+                                               atol=1e-14)
+
+    def test_a_missing_second_order_rule_is_refused_by_name(self):
+        pool = lambda x: jnp.sum(E.mean_pool(x, k=2, stride=2) * C[:, :3])  # noqa: E731
+        with self.assertRaisesRegex(NoGradientError, "example::mean_pool_bwd has no gradient"):
+            hvp(pool, self.V)(self.X)
+        f = LOSSES[1][1]
+        third = jax.grad(lambda x: jnp.sum(hvp(f, self.V)(x) * self.V))
+        with self.assertRaisesRegex(NoGradientError,
+                                    "example::softplus_bwd_bwd has no gradient"):
+            third(self.X)
+
+
+class ShardMap(unittest.TestCase):
+    """Before: jax.grad through an op inside shard_map failed with JAX's "Custom VJP bwd rule
+    must produce an output with the same type as the args tuple ... the manual axis types do
+    not match" unless check_vma=False."""
+
+    MESH = Mesh(np.array(jax.devices()[:4]), ("x",))
+    X = RNG.normal(size=(8, 6))
+    W = RNG.uniform(0.5, 2.0, size=8)
+
+    def test_four_devices(self):
+        self.assertEqual(len(jax.devices()), 4)
+
+    def test_grad_inside_shard_map_equals_the_unsharded_gradient(self):
+        op = lambda x: E.rms_norm_t(x, eps=EPS)  # noqa: E731
+        sharded = SHARD_MAP(op, mesh=self.MESH, in_specs=P("x"), out_specs=P("x"))
+        loss = lambda f: lambda x: jnp.sum(f(x) * C)  # noqa: E731
+        want = jax.grad(loss(op))(self.X)
+        np.testing.assert_array_equal(jax.grad(loss(sharded))(self.X), want)
+        np.testing.assert_array_equal(jax.jit(jax.grad(loss(sharded)))(self.X), want)
+        # Second order inside shard_map too.
+        np.testing.assert_allclose(jax.jit(hvp(loss(sharded), C))(self.X),
+                                   hvp(loss(op), C)(self.X), rtol=1e-14, atol=1e-14)
+
+    def test_a_sharded_and_a_replicated_operand(self):
+        """scale_rows(x, w) with x split on rows and w whole on every device (each device
+        scales its rows by the rows' weights it slices): w's gradient sums over devices."""
+        def local(x, w):
+            i = jax.lax.axis_index("x")
+            return E.scale_rows(x, jax.lax.dynamic_slice_in_dim(w, i * 2, 2))
+
+        sharded = SHARD_MAP(local, mesh=self.MESH, in_specs=(P("x"), P()), out_specs=P("x"))
+        loss = lambda f: lambda x, w: jnp.sum(f(x, w) * C)  # noqa: E731
+        np.testing.assert_array_equal(sharded(self.X, self.W), E.scale_rows(self.X, self.W))
+        got = jax.jit(jax.grad(loss(sharded), argnums=(0, 1)))(self.X, self.W)
+        want = jax.grad(loss(E.scale_rows), argnums=(0, 1))(self.X, self.W)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-14, atol=1e-14)
+
+
+if __name__ == "__main__":
+    unittest.main()
