@@ -30,6 +30,7 @@ pub fn op_schema(
         results,
         partition,
         vjp: None,
+        jvp: None,
     }
 }
 
@@ -40,6 +41,16 @@ pub fn with_vjp(
     bwd: &crate::vjp::Signature,
 ) -> OpSchema {
     schema.vjp = Some(crate::vjp::schema(fwd, bwd));
+    schema
+}
+
+/// `schema` with its declared forward-mode rule (the pairing was checked at compile time).
+pub fn with_jvp(
+    mut schema: OpSchema,
+    fwd: &crate::vjp::Signature,
+    tan: &crate::vjp::Signature,
+) -> OpSchema {
+    schema.jvp = Some(crate::vjp::jvp_schema(fwd, tan));
     schema
 }
 

@@ -28,6 +28,9 @@ pub struct OpSchema {
     /// The op's declared backward (`vjp = op_bwd`): what it takes and returns, or `None` (the op
     /// declares no gradient).
     pub vjp: Option<VjpSchema>,
+    /// The op's declared forward-mode rule (`jvp = op_jvp`): what its tangent op takes and
+    /// returns, or `None` (forward mode refuses the op).
+    pub jvp: Option<JvpSchema>,
 }
 
 /// A forward op's backward op and what each of its parameters and outputs is (see
@@ -76,6 +79,55 @@ pub struct VjpGradient {
     /// The backward's output.
     pub result: String,
     /// The forward input it is the gradient of.
+    pub of: String,
+}
+
+/// A forward op's tangent op and what each of its parameters and outputs is (see
+/// `#[custom_op(jvp = ...)]`).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JvpSchema {
+    /// The tangent op's name.
+    pub op: String,
+    /// The tangent op's inputs (tensors, externals and attributes), in its declaration order.
+    pub inputs: Vec<JvpInput>,
+    /// Its outputs: the tangents, each of one forward output.
+    pub tangents: Vec<JvpTangent>,
+}
+
+/// One input of a tangent op.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JvpInput {
+    /// The tangent op's parameter.
+    pub param: String,
+    /// Where its value comes from.
+    pub source: JvpSource,
+    /// The forward parameter or output it is (for a tangent, the input).
+    pub of: String,
+}
+
+/// Where a tangent op's input comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JvpSource {
+    /// A forward input (a tensor or an external), as given.
+    Input,
+    /// A forward attribute.
+    Attribute,
+    /// A forward output, as computed.
+    Output,
+    /// The tangent of a forward input.
+    Tangent,
+}
+
+/// One output of a tangent op: the tangent of a forward output.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JvpTangent {
+    /// The tangent op's output.
+    pub result: String,
+    /// The forward output it is the tangent of.
     pub of: String,
 }
 

@@ -32,6 +32,8 @@ pub(crate) struct Op<'a> {
     pub(crate) generic_order: Vec<usize>,
     /// `vjp = op_bwd`: the backward op's function path.
     pub(crate) vjp: Option<&'a syn::Path>,
+    /// `jvp = op_jvp`: the tangent op's function path.
+    pub(crate) jvp: Option<&'a syn::Path>,
 }
 
 pub(crate) struct Param<'a> {
@@ -233,6 +235,7 @@ impl<'a> Op<'a> {
                 })
                 .collect(),
             vjp: options.vjp.as_ref(),
+            jvp: options.jvp.as_ref(),
         }
     }
 

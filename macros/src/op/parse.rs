@@ -23,6 +23,9 @@ pub(crate) struct Options {
     /// `vjp = op_bwd`: the backward op (a path to its function, whose companion module it
     /// names).
     pub(crate) vjp: Option<syn::Path>,
+    /// `jvp = op_jvp`: the tangent op (a path to its function, whose companion module it
+    /// names), the op's forward-mode rule.
+    pub(crate) jvp: Option<syn::Path>,
     /// Where the attribute is, for "missing `name`".
     pub(crate) span: Option<Span>,
 }
@@ -135,7 +138,7 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
 }
 
 const OPTIONS: &str =
-    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`, `vjp`";
+    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`, `vjp`, `jvp`";
 
 /// Reads the options; a bad one is recorded and the others still read, so that a later `name`
 /// is not lost.
@@ -149,6 +152,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
     let mut partition_ = Attr::none("option", "partition");
     let mut dtypes_ = Attr::none("option", "dtypes");
     let mut vjp = Attr::none("option", "vjp");
+    let mut jvp = Attr::none("option", "jvp");
     options::parse_entries(cx, args, |cx, meta| {
         let p = &meta.path;
         let key = p.get_ident().map(ToString::to_string).unwrap_or_default();
@@ -189,6 +193,15 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
                 })?;
                 vjp.set(cx, p, v);
             }
+            "jvp" => {
+                let v: syn::Path = meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "`jvp` names the tangent op's function: `jvp = my_op_jvp`",
+                    )
+                })?;
+                jvp.set(cx, p, v);
+            }
             _ => {
                 return Err(meta.error(format!(
                     "unknown option `{}`: expected one of: {OPTIONS}",
@@ -208,6 +221,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
         partition: partition_.get(),
         dtypes: dtypes_.get(),
         vjp: vjp.get(),
+        jvp: jvp.get(),
         span,
     }
 }

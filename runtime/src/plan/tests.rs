@@ -59,6 +59,7 @@ fn schema(params: Vec<ParamSchema>, results: Vec<ResultSchema>) -> OpSchema {
         results,
         partition: None,
         vjp: None,
+        jvp: None,
     }
 }
 

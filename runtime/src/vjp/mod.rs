@@ -17,7 +17,9 @@
 use crate::schema::{ResidualSource, VjpInput, VjpSchema};
 use crate::types::ElementType;
 
+pub mod jvp;
 mod msg;
+pub use jvp::{check as check_jvp, schema as jvp_schema};
 pub use msg::Msg;
 
 /// An element type as a signature carries it: one type, or a type parameter's allowed types.
@@ -340,15 +342,48 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
         }
         return Ok(());
     }
+    check_residual_of(fwd, b, head(fwd, bwd), Rule::Backward)
+}
+
+/// Which rule an input belongs to, for the messages.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// A backward op (`vjp = ...`).
+    Backward,
+    /// A tangent op (`jvp = ...`).
+    Tangent,
+}
+
+/// What a rule is called and what it takes, for the messages.
+const fn rule_words(rule: Rule) -> (&'static str, &'static str) {
+    match rule {
+        Rule::Backward => (
+            "backward",
+            "a backward takes the forward's inputs, outputs, attributes and externals by their \
+             names, and `d_<output>` for an output's cotangent",
+        ),
+        Rule::Tangent => (
+            "tangent op",
+            "a tangent op takes the forward's inputs, outputs, attributes and externals by \
+             their names, and `t_<input>` for an input's tangent",
+        ),
+    }
+}
+
+/// Checks that rule input `b` (of a backward or a tangent op, `m` the message's head) is a
+/// value of the forward call: an input, output, attribute or external of it, of the same type.
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+const fn check_residual_of(fwd: &Signature, b: ParamSig, m: Msg, rule: Rule) -> Result<(), Msg> {
+    let (who, takes) = rule_words(rule);
     let Some(f) = find(fwd, b.name) else {
-        return Err(head(fwd, bwd)
-            .push("the backward's parameter `")
+        return Err(m
+            .push("the ")
+            .push(who)
+            .push("'s parameter `")
             .push(b.name)
-            .push(
-                "` names nothing of the forward: a backward takes the forward's inputs, outputs, \
-                   attributes and externals by their names, and `d_<output>` for an output's \
-                   cotangent",
-            ));
+            .push("` names nothing of the forward: ")
+            .push(takes));
     };
     let ok = match (b.role, f.role) {
         (Role::Input, Role::Input | Role::Output) => same_tensor(b, f),
@@ -356,14 +391,16 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
         _ => false,
     };
     if !ok {
-        let m = head(fwd, bwd).push("`").push(b.name).push("` is ");
+        let m = m.push("`").push(b.name).push("` is ");
         let m = match b.role {
             Role::Input => m.push("a tensor of ").push_tensor(b),
             Role::Attr => m.push("an attribute of type `").push(b.ty).push("`"),
             _ => m.push("an external of type `").push(b.ty).push("`"),
         };
         let m = m
-            .push(" in the backward, but the forward's `")
+            .push(" in the ")
+            .push(who)
+            .push(", but the forward's `")
             .push(f.name)
             .push("` is ");
         let m = match f.role {

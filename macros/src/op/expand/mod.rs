@@ -104,6 +104,19 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
         }
         _ => TokenStream::new(),
     };
+    let jvp_check = match (emit_handler, op.jvp) {
+        (true, Some(tan)) => {
+            let tan = in_companion(tan);
+            respan(
+                quote!(const _: () = match #p::vjp::check_jvp(&signature(), &#tan::signature()) {
+                    ::core::result::Result::Ok(()) => (),
+                    ::core::result::Result::Err(e) => ::core::panic!("{}", e.as_str()),
+                };),
+                tan.span(),
+            )
+        }
+        _ => TokenStream::new(),
+    };
     let doc = format!(
         "Companion items of the custom op `{name}` (target `{target}`): its schema, its lowering and its XLA handler."
     );
@@ -128,6 +141,8 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
             #signature
 
             #vjp_check
+
+            #jvp_check
 
             /// The op's native torch kernels (CPU and Meta), registered by `customop.torch.load`.
             static TORCH_KERNELS: #p::TorchKernels =

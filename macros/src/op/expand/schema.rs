@@ -166,6 +166,13 @@ pub(super) fn expand_schema(
         }
         _ => schema_expr,
     };
+    let schema_expr = match (handler, op.jvp) {
+        (true, Some(tan)) => {
+            let tan = in_companion(tan);
+            quote!(#p::with_jvp(#schema_expr, &signature(), &#tan::signature()))
+        }
+        _ => schema_expr,
+    };
     quote! {
         /// The op's definition: its schema and the plan the runtime derives from it once (operand
         /// and result order, shape rules, aliases, partitioning), which the lowering and the
