@@ -459,7 +459,8 @@ impl Real for customop::f16 {
     name = "example::rms_norm_t",
     dtypes(T = [f32, f64, customop::bf16, customop::f16]),
     partition(x = [rows, _]),
-    vjp = rms_norm_t_bwd
+    vjp = rms_norm_t_bwd,
+    jvp = derivatives::rms_norm_t_jvp
 )]
 pub fn rms_norm_t<T: Real>(
     x: TensorRef<'_, T, 2>,
@@ -490,7 +491,8 @@ pub fn rms_norm_t<T: Real>(
     name = "example::rms_norm_t_bwd",
     dtypes(T = [f32, f64, customop::bf16, customop::f16]),
     partition(x = [rows, _], d_y = [rows, _]),
-    vjp = derivatives::rms_norm_t_bwd_bwd
+    vjp = derivatives::rms_norm_t_bwd_bwd,
+    jvp = derivatives::rms_norm_t_bwd_jvp
 )]
 pub fn rms_norm_t_bwd<T: Real>(
     x: TensorRef<'_, T, 2>,
