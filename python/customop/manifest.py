@@ -37,7 +37,7 @@ __all__ = [
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
-    "FactorDims", "PartitionRule", "VjpInput", "Vjp", "OpSchema", "OpEntry", "Manifest",
+    "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "OpSchema", "OpEntry", "Manifest",
 ]
 
 
@@ -87,6 +87,42 @@ class Vjp:
 
 
 @dataclass(frozen=True)
+class Jvp:
+    """A forward op's declared forward-mode rule (`#[custom_op(jvp = ...)]`): the tangent op's
+    name, its inputs in declaration order (`VjpInput`s whose source is `input`, `attribute`,
+    `output` or `tangent`: an input's tangent), and per output (`result`) the forward output it
+    is the tangent of, as `(result, output)` pairs."""
+    op: str
+    inputs: tuple[VjpInput, ...]
+    tangents: tuple[tuple[str, str], ...]
+
+    def tangent_arguments(self, forward: OpSchema, operands: Sequence[Any],
+                          outputs: Sequence[Any], tangents: Sequence[Any],
+                          attrs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The tangent op's operands and attributes, from a forward call of `forward`: its
+        operands, attributes and outputs, and its operands' tangents (by operand index)."""
+        names = [p.name for p in forward.operands]
+        results = [r.name for r in forward.results]
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for i in self.inputs:
+            if i.source == "input":
+                args.append(operands[names.index(i.of)])
+            elif i.source == "output":
+                args.append(outputs[results.index(i.of)])
+            elif i.source == "tangent":
+                args.append(tangents[names.index(i.of)])
+            else:
+                kwargs[i.param] = attrs[i.of]
+        return args, kwargs
+
+    def output_tangents(self, forward: OpSchema, results: Sequence[Any]) -> list[Any]:
+        """Per result of `forward`, its tangent among the tangent op's `results`, or None."""
+        by_output = {of: results[k] for k, (_, of) in enumerate(self.tangents)}
+        return [by_output.get(r.name) for r in forward.results]
+
+
+@dataclass(frozen=True)
 class OpSchema:
     """One op's schema: parameters in declaration order, results in the custom call's order."""
     name: str
@@ -97,6 +133,7 @@ class OpSchema:
     results: tuple[Result, ...]
     partition: PartitionRule | None
     vjp: Vjp | None = None
+    jvp: Jvp | None = None
 
     @property
     def operands(self) -> tuple[TensorParam | ExternalParam, ...]:
@@ -207,9 +244,20 @@ class OpSchema:
                             for i in json_field(vj, "inputs", what)),
                       tuple((str(json_field(g, "result", what)), str(json_field(g, "of", what)))
                             for g in json_field(vj, "gradients", what)))
+        jv = j.get("jvp")
+        jvp = None
+        if jv is not None:
+            what = "%s, jvp" % name
+            jvp = Jvp(str(json_field(jv, "op", what)),
+                      tuple(VjpInput(str(json_field(i, "param", what)),
+                                     str(json_field(i, "source", what)),
+                                     str(json_field(i, "of", what)))
+                            for i in json_field(jv, "inputs", what)),
+                      tuple((str(json_field(t, "result", what)), str(json_field(t, "of", what)))
+                            for t in json_field(jv, "tangents", what)))
         return OpSchema(name, str(json_field(j, "target", name)), int(json_field(j, "api_version", name)),
                         bool(json_field(j, "side_effect", name)), tuple(params), tuple(results),
-                        partition, vjp)
+                        partition, vjp, jvp)
 
 
 def _dim_rule(j: Json, where: str) -> DimRule:

@@ -7,6 +7,9 @@
   `softplus_bwd_bwd`): double backward, `gradgradcheck`, grad of grad and `jacrev(jacrev(f))`,
   checked against plain torch's own derivatives of the same functions and against finite
   differences of the first derivative, f64 and f32;
+- forward mode through ops that declare a tangent op (`jvp = ...`): `torch.func.jvp`,
+  `jacfwd`, `torch.autograd.forward_ad`, and forward over reverse (`torch.func.hessian`, jvp of
+  grad) through backward ops that declare one too, against plain torch and finite differences;
 - a missing rule is refused naming the op and the rule: forward over reverse
   (`torch.func.hessian`) at a backward op without a forward-mode rule, a third derivative at
   a backward op without a backward, grad through an op without one.
@@ -184,11 +187,11 @@ class SecondDerivatives(unittest.TestCase):
                     torch.testing.assert_close(got[b], hvp(xs[b]), rtol=1e-14, atol=1e-14)
 
     def test_a_missing_rule_is_refused_by_name(self):
-        f = LOSSES[0][1]
-        # Forward over reverse: the tangent reaches the backward op, which has no forward rule.
+        pool = lambda x: (E.mean_pool(x, k=2, stride=2) * C[:, :3]).sum()  # noqa: E731
+        # Forward over reverse: mean_pool declares no tangent op.
         with self.assertRaisesRegex(ct.NoForwardRuleError,
-                                    "example::rms_norm_t_bwd has no forward-mode rule"):
-            torch.func.hessian(f)(self.X)
+                                    "example::mean_pool has no forward-mode rule"):
+            torch.func.hessian(pool)(self.X)
         # A third derivative: softplus_bwd_bwd declares no backward.
         g = LOSSES[1][1]
         third = torch.func.grad(lambda x: (torch.func.grad(
@@ -203,6 +206,78 @@ class SecondDerivatives(unittest.TestCase):
         with self.assertRaisesRegex(ct.NoGradientError, "example::mean_pool_bwd has no "
                                                         "gradient"):
             (g1 * self.V).sum().backward()
+
+
+
+class ForwardMode(unittest.TestCase):
+    """Ops that declare a tangent op (`jvp = ...`): rms_norm_t (rms_norm_t_jvp) and softplus
+    (softplus_jvp), and their backward ops (rms_norm_t_bwd_jvp, softplus_bwd_jvp), so that
+    forward over reverse works too."""
+
+    X = rand(4, 6, seed=6)
+    T = rand(4, 6, seed=7)
+
+    def test_jvp_jacfwd_and_forward_ad_against_torch(self):
+        from torch.autograd import forward_ad as fwAD
+        ops = [("rms_norm_t", lambda x: E.rms_norm_t(x, eps=EPS), rms_norm_ref),
+               ("softplus", E.softplus, torch.nn.functional.softplus)]
+        for name, op, ref in ops:
+            with self.subTest(op=name):
+                y, ty = torch.func.jvp(op, (self.X,), (self.T,))
+                yr, want = torch.func.jvp(ref, (self.X,), (self.T,))
+                self.assertTrue(torch.equal(y, op(self.X)))
+                torch.testing.assert_close(ty, want, rtol=1e-13, atol=1e-14)
+                h = 1e-6
+                fd = (op(self.X + h * self.T) - op(self.X - h * self.T)) / (2 * h)
+                torch.testing.assert_close(ty, fd, rtol=1e-7, atol=1e-8)
+                torch.testing.assert_close(torch.func.jacfwd(op)(self.X),
+                                           torch.func.jacrev(ref)(self.X), rtol=1e-13,
+                                           atol=1e-14)
+                with fwAD.dual_level():
+                    got = fwAD.unpack_dual(op(fwAD.make_dual(self.X, self.T))).tangent
+                torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-14)
+                # f32: within f32 rounding of the f64 tangent.
+                _, t32 = torch.func.jvp(op, (self.X.float(),), (self.T.float(),))
+                self.assertEqual(t32.dtype, torch.float32)
+                torch.testing.assert_close(t32.double(), want, rtol=1e-5, atol=1e-5)
+
+    def test_forward_over_reverse(self):
+        """torch.func.hessian (jacfwd of jacrev) and jvp of grad: through the backward ops'
+        tangent ops."""
+        for name, f, ref in LOSSES:
+            with self.subTest(op=name):
+                torch.testing.assert_close(torch.func.hessian(f)(self.X),
+                                           torch.func.hessian(ref)(self.X), rtol=1e-12,
+                                           atol=1e-12)
+                _, got = torch.func.jvp(torch.func.grad(f), (self.X,), (self.T,))
+                _, want = torch.func.jvp(torch.func.grad(ref), (self.X,), (self.T,))
+                self.assertGreater(want.abs().max().item(), 0.1)
+                torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+    def test_jvp_per_sample_and_with_reverse_mode(self):
+        xs = rand(3, 4, 6, seed=8)
+        for name, f, _ in LOSSES:
+            with self.subTest(op=name):
+                one = lambda x: torch.func.jvp(f, (x,), (self.T,))[1]  # noqa: E731
+                got = torch.func.vmap(one)(xs)
+                for b in range(3):
+                    torch.testing.assert_close(got[b], one(xs[b]), rtol=1e-14, atol=1e-14)
+        # A dual input that also requires grad: the reverse-mode node is recorded as usual.
+        from torch.autograd import forward_ad as fwAD
+        x = self.X.clone().requires_grad_()
+        with fwAD.dual_level():
+            y = E.softplus(fwAD.make_dual(x, self.T))
+            (y * C).sum().backward()
+        torch.testing.assert_close(x.grad, torch.sigmoid(self.X) * C, rtol=1e-14, atol=1e-15)
+
+    def test_a_missing_forward_rule_is_refused_by_name(self):
+        # A second forward derivative: softplus_jvp declares no tangent op of its own.
+        with self.assertRaisesRegex(ct.NoForwardRuleError,
+                                    "example::softplus_jvp has no forward-mode rule"):
+            torch.func.jacfwd(torch.func.jacfwd(E.softplus))(self.X)
+        with self.assertRaisesRegex(ct.NoForwardRuleError,
+                                    "example::mean_pool has no forward-mode rule"):
+            torch.func.jvp(lambda x: E.mean_pool(x, k=2, stride=2), (self.X,), (self.T,))
 
 
 if __name__ == "__main__":

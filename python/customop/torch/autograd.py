@@ -21,7 +21,8 @@ __all__ = ["NoGradientError", "NoForwardRuleError", "autograd_kernel"]
 
 # The torch.func interpreters set aside while an op's autograd.Function applies (`apply` in
 # `autograd_kernel`), for its forward to restore.
-_functorch_stack: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+# With them, whether forward grad mode was on.
+_functorch_stack: contextvars.ContextVar[tuple[list[Any], bool] | None] = contextvars.ContextVar(
     "customop_functorch_stack", default=None)
 
 
@@ -89,6 +90,7 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     records it, and differentiates it by its own declared `vjp`, or refuses by name."""
     name = sch.name
     vjp = sch.vjp
+    jvp = sch.jvp
 
     def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -100,18 +102,48 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
             raise
 
     def forward(keyset: Any, kwargs: dict[str, Any], args: tuple[Any, ...]) -> Any:
-        stack = _functorch_stack.get()
-        if stack is None:
-            return below_autograd(keyset, args, kwargs)
+        return under_transforms(lambda: below_autograd(keyset, args, kwargs))
+
+    def under_transforms(run: Any) -> Any:
+        saved = _functorch_stack.get()
+        if saved is None:
+            return run()
+        stack, fw_grad = saved
         # Under torch.func transforms, with the transforms' interpreters back (see `apply`),
-        # and grad mode as the kernel found it (on): autograd.Function runs its forward without
-        # grad, which the levels below would take as theirs, and record nothing: grad of grad
-        # gave zeros.
-        with temporarily_restore_interpreter_stack(stack), torch.enable_grad():
-            return below_autograd(keyset, args, kwargs)
+        # grad mode as the kernel found it (on) and forward grad mode too: autograd.Function
+        # runs its forward without either, which the levels below would take as theirs, and
+        # record nothing: grad of grad gave zeros, and so did jvp of grad.
+        with temporarily_restore_interpreter_stack(stack), torch.enable_grad(), \
+                _forward_ad._set_fwd_grad_enabled(fw_grad):
+            return run()
 
     def no_forward_rule(ctx: Any, *tangents: Any) -> Any:
         raise NoForwardRuleError(_no_forward_rule_message(name))
+
+    def forward_mode(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The op on operands that carry forward-mode tangents (at the current dual level,
+        torch.func.jvp's included): the op on their primals (through the dispatcher, so that
+        reverse mode records it as usual), its declared tangent op on the primals, attributes,
+        outputs and tangents (zero where an operand has none), and the outputs made dual with
+        their tangents. The tangent op goes through the dispatcher too: a tangent at an outer
+        level (nested jvp, forward over reverse) reaches it as any op's."""
+        assert jvp is not None
+        unpacked = [_forward_ad.unpack_dual(a) if isinstance(a, torch.Tensor) else None
+                    for a in args]
+        primals = [u.primal if u is not None else a for u, a in zip(unpacked, args)]
+        tangents = [(u.tangent if u.tangent is not None else torch.zeros_like(u.primal))
+                    if u is not None else None for u in unpacked]
+        output = op(*primals, **kwargs)
+        outs = list(output) if isinstance(output, tuple) else [output]
+        ns, _, short = jvp.op.partition("::")
+        tangent_op = getattr(getattr(torch.ops, ns), short).default
+        targs, tattrs = jvp.tangent_arguments(sch, primals, outs, tangents, kwargs)
+        got = tangent_op(*targs, **tattrs)
+        got = list(got) if isinstance(got, tuple) else [got]
+        duals = [_forward_ad.make_dual(o, t) if t is not None else o
+                 for o, t in zip(outs, jvp.output_tangents(sch, got))]
+        return duals[0] if len(duals) == 1 else tuple(duals)
+
 
     class NoGradient(torch.autograd.Function):
         @staticmethod
@@ -176,7 +208,7 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         # `register_autograd` ops fail there alike). So apply runs with the transforms'
         # interpreters set aside, and the forward puts them back to run the op below autograd.
         with temporarily_clear_interpreter_stack() as stack:
-            token = _functorch_stack.set(stack)
+            token = _functorch_stack.set((stack, torch._C._is_fwd_grad_enabled()))
             try:
                 return function.apply(keyset, kwargs, *args)
             finally:
@@ -186,7 +218,9 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         # Without this, the op runs below autograd on the primals and its outputs carry no
         # tangent: torch.func.jvp gave zeros, forward_ad a None tangent.
         if _has_tangent(args):
-            raise NoForwardRuleError(_no_forward_rule_message(name))
+            if jvp is None:
+                raise NoForwardRuleError(_no_forward_rule_message(name))
+            return forward_mode(keyset, args, kwargs)
         if torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return apply(keyset, kwargs, args)
