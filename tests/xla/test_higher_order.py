@@ -1,4 +1,10 @@
-"""JAX: second derivatives through customop ops, and gradients inside `jax.shard_map`.
+"""JAX: forward mode, second derivatives through customop ops, and gradients inside
+`jax.shard_map`.
+
+- Forward mode through ops that declare a tangent op (`jvp = ...`): `jax.jvp`, `jacfwd`,
+  `linearize`, and forward over reverse (`jax.hessian`) through backward ops that declare one
+  too, against jax's own derivatives of the same functions and finite differences; each rule
+  used where it applies (the programs name the tangent op, or the backward op, not both).
 
 - Second derivatives compose from backward ops that declare their own backward
   (`rms_norm_t_bwd` -> `rms_norm_t_bwd_bwd`, `softplus` -> `softplus_bwd` ->
@@ -17,6 +23,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
 """
 
 import os
+import re
 import unittest
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
@@ -30,7 +37,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
 
-from customop.xla import Library, NoGradientError, crosscheck  # noqa: E402
+from customop.xla import Library, NoForwardRuleError, NoGradientError, crosscheck  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 LIB = Library(PATH)
@@ -115,6 +122,87 @@ class SecondDerivatives(unittest.TestCase):
         with self.assertRaisesRegex(NoGradientError,
                                     "example::softplus_bwd_bwd has no gradient"):
             third(self.X)
+
+
+class ForwardMode(unittest.TestCase):
+    X = RNG.normal(size=(8, 6))
+    T = RNG.normal(size=(8, 6))
+    OPS = [("rms_norm_t", lambda x: E.rms_norm_t(x, eps=EPS), rms_norm_ref),
+           ("softplus", E.softplus, jax.nn.softplus)]
+
+    def test_jvp_jacfwd_and_linearize(self):
+        for name, op, ref in self.OPS:
+            with self.subTest(op=name):
+                tangent = lambda x, t: jax.jvp(op, (x,), (t,))[1]  # noqa: E731
+                # Under jit, run by jaxlib and, in the test suite, by the Rust runner too.
+                got = crosscheck.jit(PATH, tangent)(self.X, self.T)
+                want = jax.jvp(ref, (self.X,), (self.T,))[1]
+                np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+                h = 1e-6
+                fd = (op(self.X + h * self.T) - op(self.X - h * self.T)) / (2 * h)
+                np.testing.assert_allclose(got, fd, rtol=1e-7, atol=1e-8)
+                np.testing.assert_allclose(jax.jacfwd(op)(self.X[:2]), jax.jacrev(ref)(self.X[:2]),
+                                           rtol=1e-13, atol=1e-14)
+                y, lin = jax.linearize(op, self.X)
+                np.testing.assert_array_equal(y, op(self.X))
+                np.testing.assert_allclose(lin(self.T), want, rtol=1e-13, atol=1e-14)
+                t32 = jax.jit(tangent)(self.X.astype(np.float32), self.T.astype(np.float32))
+                self.assertEqual(t32.dtype, np.float32)
+                np.testing.assert_allclose(t32, want, rtol=1e-5, atol=1e-5)
+
+    def test_hessian_forward_over_reverse(self):
+        for name, f, ref in LOSSES:
+            with self.subTest(op=name):
+                g = lambda x: f(jnp.concatenate([x, jnp.zeros((6, 6))]))  # noqa: E731
+                r = lambda x: ref(jnp.concatenate([x, jnp.zeros((6, 6))]))  # noqa: E731
+                x = self.X[:2]
+                np.testing.assert_allclose(crosscheck.jit(PATH, jax.hessian(g))(x),
+                                           jax.hessian(r)(x), rtol=1e-12, atol=1e-12)
+                got = jax.jvp(jax.grad(f), (self.X,), (self.T,))[1]
+                np.testing.assert_allclose(got, hvp(ref, self.T)(self.X), rtol=1e-12,
+                                           atol=1e-12)
+
+    def test_each_rule_where_it_applies(self):
+        """One op with both rules: reverse mode runs its backward op and not its tangent op,
+        forward mode the other way round; a call that is not differentiated is the op's one
+        custom call, as without rules."""
+        op = lambda x: E.rms_norm_t(x, eps=EPS)  # noqa: E731
+
+        def targets(fn, *args):
+            """The custom call targets of the jitted program, in order."""
+            return re.findall(r"custom_call @([\w.]+)\(", jax.jit(fn).lower(*args).as_text())
+
+        self.assertEqual(targets(jax.grad(lambda x: jnp.sum(jnp.sin(op(x)))), self.X),
+                         ["example.rms_norm_t", "example.rms_norm_t_bwd"])
+        self.assertEqual(targets(lambda x, t: jax.jvp(op, (x,), (t,)), self.X, self.T),
+                         ["example.rms_norm_t", "example.rms_norm_t_jvp"])
+        self.assertEqual(targets(op, self.X), ["example.rms_norm_t"])
+        self.assertEqual(jax.jit(op).lower(self.X).as_text().count("stablehlo."), 1,
+                         "the op's custom call, nothing else")
+
+    def test_per_sample_and_inside_shard_map(self):
+        xs = RNG.normal(size=(3, 8, 6))
+        op = lambda x: E.rms_norm_t(x, eps=EPS)  # noqa: E731
+        one = lambda x: jax.jvp(op, (x,), (self.T,))[1]  # noqa: E731
+        got = jax.jit(jax.vmap(one))(xs)
+        for b in range(3):
+            np.testing.assert_allclose(got[b], one(xs[b]), rtol=1e-14, atol=1e-14)
+        mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+        sharded = SHARD_MAP(op, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+        np.testing.assert_array_equal(jax.jit(lambda x, t: jax.jvp(sharded, (x,), (t,))[1])(
+            self.X, self.T), jax.jvp(op, (self.X,), (self.T,))[1])
+
+    def test_a_missing_forward_rule_is_refused_by_name(self):
+        with self.assertRaisesRegex(NoForwardRuleError,
+                                    "example::softplus_jvp has no forward-mode rule"):
+            jax.jacfwd(jax.jacfwd(E.softplus))(self.X[:1])
+        with self.assertRaisesRegex(NoForwardRuleError,
+                                    "example::mean_pool has no forward-mode rule"):
+            jax.jvp(lambda x: E.mean_pool(x, k=2, stride=2), (self.X,), (self.T,))
+        pool = lambda x: jnp.sum(E.mean_pool(x, k=2, stride=2) * C[:, :3])  # noqa: E731
+        with self.assertRaisesRegex(NoForwardRuleError,
+                                    "example::mean_pool has no forward-mode rule"):
+            jax.hessian(pool)(self.X)
 
 
 class ShardMap(unittest.TestCase):

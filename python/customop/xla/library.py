@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..library import KernelLibrary, stages
+from .derivatives import tangent_primitive
 from .ops import Ops, call_op
 
 __all__ = ["Library"]
@@ -24,8 +25,8 @@ class Library(KernelLibrary):
     def ops(self) -> Ops:
         """The ops as JAX functions by namespace, `lib.ops.example.rms_norm_t(x, eps=1e-6)`:
         signature and docstring from the schema, differentiable where the op declares a
-        backward, batched under `jax.vmap` by a rule (`customop.xla.ops`). Register the
-        handlers first (`register()`)."""
+        backward or a tangent op, batched under `jax.vmap` by a rule (`customop.xla.ops`).
+        Register the handlers first (`register()`)."""
         if self._ops is None:
             self._ops = Ops(self)
         return self._ops
@@ -68,9 +69,12 @@ class Library(KernelLibrary):
                              out_specs=out_specs[0] if len(out_specs) == 1 else out_specs)
 
     def register(self, platform: str = "cpu") -> None:
-        """Registers every op's handler with jax as a typed-FFI target (api_version=1)."""
+        """Registers every op's handler with jax as a typed-FFI target (api_version=1), and
+        the primitive the ops' derivatives use (before any trace: see
+        `customop.xla.derivatives.tangent_primitive`)."""
         import jax
 
+        tangent_primitive()
         for op in self.manifest.ops:
             fn = getattr(self.cdll, op.handler_symbol)
             jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(fn)),

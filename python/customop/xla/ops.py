@@ -1,6 +1,7 @@
 """customop ops as JAX functions: `lib.ops.<ns>.<op>(*operands, **attributes)`, with the
-signature and docstring of the op's schema, differentiable where the op declares a backward
-(`#[custom_op(vjp = ...)]`, through `jax.custom_vjp`) and batched under `jax.vmap` by a rule
+signature and docstring of the op's schema, differentiable in reverse mode where the op
+declares a backward (`#[custom_op(vjp = ...)]`) and in forward mode where it declares a tangent
+op (`jvp = ...`), through `customop.xla.derivatives`, and batched under `jax.vmap` by a rule
 (`jax.custom_batching.custom_vmap`).
 
     lib = Library(path); lib.register()
@@ -8,11 +9,12 @@ signature and docstring of the op's schema, differentiable where the op declares
     g = jax.grad(lambda x: lib.ops.example.rms_norm_t(x, eps=1e-6).sum())(x)
     ys = jax.vmap(lambda x: lib.ops.example.rms_norm_t(x, eps=1e-6))(xs)
 
-Gradients. An op with a declared backward is a `jax.custom_vjp` function: its forward call
-saves what the backward takes (forward inputs, attributes and outputs by name), and the
-backward op returns the gradient of each differentiable input; externals and integer or bool
-tensors get none (`None`, a zero cotangent). An op without one raises `NoGradientError`
-when `jax.grad` reaches it, naming the op.
+Derivatives. The backward op takes what it names of the forward call (inputs, attributes,
+outputs, and the outputs' cotangents) and returns the gradient of each differentiable input;
+the tangent op takes the forward call's values and the inputs' tangents and returns the
+outputs' tangents. Externals and integer or bool tensors get none (a zero cotangent). An op
+without the rule a transform needs raises `NoGradientError` (reverse mode) or
+`NoForwardRuleError` (forward mode) when the transform reaches it, naming the op.
 
 Batching. `jax.vmap` of an op runs one of two rules:
 - `rows`: when the op's partition rule splits every tensor operand and result along its
@@ -34,12 +36,10 @@ from ..batching import batching_rule
 from ..library import KernelLibrary
 from ..manifest import ExternalParam, TensorParam
 from ..schema import checked_attrs, operand_names, result_specs
+from .derivatives import NoForwardRuleError, NoGradientError, tangent_primitive, with_derivatives
 
-__all__ = ["Ops", "Op", "NoGradientError", "batching_rule", "call_op"]
+__all__ = ["Ops", "Op", "NoGradientError", "NoForwardRuleError", "batching_rule", "call_op"]
 
-
-class NoGradientError(TypeError):
-    """`jax.grad` (reverse-mode differentiation) reached an op that declares no backward."""
 
 
 class Op:
@@ -105,6 +105,7 @@ class Ops:
     """A library's ops by namespace: `ops.example.rms_norm_t`; `ops["example::rms_norm_t"]`."""
 
     def __init__(self, lib: KernelLibrary) -> None:
+        tangent_primitive()
         self._ops: dict[str, Op] = {}
         for entry in lib.entries():
             ns, _, short = entry.name.partition("::")
@@ -179,12 +180,16 @@ def _batched(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any:
 
 
 def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any:
-    """Op `name` with attributes `attrs` as a `jax.custom_vjp` function of its operands: its
-    declared backward, or a backward that raises `NoGradientError`."""
+    """Op `name` with attributes `attrs` as a differentiable function of its operands: in
+    forward mode by its declared tangent op, in reverse mode by its declared backward op, each
+    refusing by name where the op declares none (`customop.xla.derivatives`). An op with side
+    effects is a `jax.custom_vjp` function (its backward, or `NoGradientError`)."""
     import jax
 
     sch = lib.op(name).schema
     forward = _batched(lib, name, attrs)
+    if not sch.side_effect:
+        return with_derivatives(lib, sch, attrs, forward, _differentiable)
     f = jax.custom_vjp(forward)
 
     def fwd(*operands: Any) -> Any:
