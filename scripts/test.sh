@@ -242,7 +242,7 @@ declare -A MIN_CHECKS=(
   [xla/test_generic_ops.py]=32
   [xla/test_dtypes.py]=24
   [xla/test_transforms.py]=128
-  [xla/test_higher_order.py]=4
+  [xla/test_higher_order.py]=12
   [xla/test_parallel.py]=4
 )
 short=0

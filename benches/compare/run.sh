@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
 # Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager | --torch-cpp | --mut-jit |
-#                                    --parallel | --state]
+#                                    --parallel | --state | --jax-rules]
 # (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
 #  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py;
 #  --torch-cpp: a customop op against the same op as a C++ extension op, on torch 2.9 and the
 #    newest: torch_cpp.py;
 #  --mut-jit: an op with a `&mut` external against a plain op under jax.jit: mut_jit.py;
 #  --parallel: a kernel on XLA's pool against its one-thread self and jnp: parallel.py;
-#  --state: an op with #[state] against the same op rebuilding its table per call: state_jit.py)
+#  --state: an op with #[state] against the same op rebuilding its table per call: state_jit.py;
+#  --jax-rules: an op with both derivative rules under jax.jit against the bare FFI call, on the
+#    newest and the oldest jax: jax_rules.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
@@ -20,6 +22,13 @@ if [ "${1:-}" = "--mut-jit" ]; then
   export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
   export PYTHONPATH="$PWD/python"
   exec target/xla-venv/bin/python benches/compare/mut_jit.py
+fi
+if [ "${1:-}" = "--jax-rules" ]; then
+  cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
+  export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
+  export PYTHONPATH="$PWD/python"
+  target/xla-venv/bin/python benches/compare/jax_rules.py
+  exec target/jax-oldest-venv/bin/python benches/compare/jax_rules.py
 fi
 if [ "${1:-}" = "--state" ]; then
   cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
