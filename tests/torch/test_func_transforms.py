@@ -113,6 +113,18 @@ class ReverseModeThroughTorchFunc(unittest.TestCase):
                     torch.testing.assert_close(got[b], autograd_grad(f, xs[b]), rtol=1e-14,
                                                atol=1e-15)
 
+    def test_under_torch_compile(self):
+        """torch.compile of torch.func.grad and of vmap(grad): the eager transforms' results."""
+        xs = rand(2, 4, 6, seed=9)
+        for name, f, _ in LOSSES:
+            with self.subTest(op=name):
+                grad = torch.func.grad(f)
+                torch.testing.assert_close(torch.compile(grad)(self.X), grad(self.X),
+                                           rtol=1e-14, atol=1e-15)
+                per_sample = torch.func.vmap(grad)
+                torch.testing.assert_close(torch.compile(per_sample)(xs), per_sample(xs),
+                                           rtol=1e-14, atol=1e-15)
+
     def test_an_op_without_a_backward_is_refused_by_name(self):
         x = torch.rand(2, 3) + 0.5
         with self.assertRaisesRegex(ct.NoGradientError,
