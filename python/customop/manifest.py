@@ -51,6 +51,30 @@ class VjpInput:
     of: str
 
 
+def _rule_arguments(inputs: Sequence[VjpInput], forward: OpSchema, operands: Sequence[Any],
+                    outputs: Sequence[Any], derivatives: Mapping[str, Sequence[Any]],
+                    attrs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """A backward or tangent op's operands and attributes, by each input's source: a forward
+    operand or output, an attribute, or (`derivatives`) the outputs' cotangents
+    (`"cotangent"`, by result) or the operands' tangents (`"tangent"`, by operand)."""
+    names = [p.name for p in forward.operands]
+    results = [r.name for r in forward.results]
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for i in inputs:
+        if i.source == "input":
+            args.append(operands[names.index(i.of)])
+        elif i.source == "output":
+            args.append(outputs[results.index(i.of)])
+        elif i.source == "cotangent":
+            args.append(derivatives["cotangent"][results.index(i.of)])
+        elif i.source == "tangent":
+            args.append(derivatives["tangent"][names.index(i.of)])
+        else:
+            kwargs[i.param] = attrs[i.of]
+    return args, kwargs
+
+
 @dataclass(frozen=True)
 class Vjp:
     """A forward op's declared backward (`#[custom_op(vjp = ...)]`): the backward op's name,
@@ -65,20 +89,8 @@ class Vjp:
                            attrs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """The backward op's operands and attributes, from a forward call of `forward`: its
         operands and attributes as given, its outputs and their cotangents (by result index)."""
-        names = [p.name for p in forward.operands]
-        results = [r.name for r in forward.results]
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for i in self.inputs:
-            if i.source == "input":
-                args.append(operands[names.index(i.of)])
-            elif i.source == "output":
-                args.append(outputs[results.index(i.of)])
-            elif i.source == "cotangent":
-                args.append(cotangents[results.index(i.of)])
-            else:
-                kwargs[i.param] = attrs[i.of]
-        return args, kwargs
+        return _rule_arguments(self.inputs, forward, operands, outputs, {"cotangent": cotangents},
+                               attrs)
 
     def input_gradients(self, forward: OpSchema, results: Sequence[Any]) -> list[Any]:
         """Per operand of `forward`, its gradient among the backward op's `results`, or None."""
@@ -101,20 +113,8 @@ class Jvp:
                           attrs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """The tangent op's operands and attributes, from a forward call of `forward`: its
         operands, attributes and outputs, and its operands' tangents (by operand index)."""
-        names = [p.name for p in forward.operands]
-        results = [r.name for r in forward.results]
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for i in self.inputs:
-            if i.source == "input":
-                args.append(operands[names.index(i.of)])
-            elif i.source == "output":
-                args.append(outputs[results.index(i.of)])
-            elif i.source == "tangent":
-                args.append(tangents[names.index(i.of)])
-            else:
-                kwargs[i.param] = attrs[i.of]
-        return args, kwargs
+        return _rule_arguments(self.inputs, forward, operands, outputs, {"tangent": tangents},
+                               attrs)
 
     def output_tangents(self, forward: OpSchema, results: Sequence[Any]) -> list[Any]:
         """Per result of `forward`, its tangent among the tangent op's `results`, or None."""
@@ -233,31 +233,26 @@ class OpSchema:
                              for e in json_field(rule, key, name))
             partition = PartitionRule(tuple(json_field(rule, "factors", name)), entries("operands"),
                                       entries("results"))
-        vj = j.get("vjp")
-        vjp = None
-        if vj is not None:
-            what = "%s, vjp" % name
-            vjp = Vjp(str(json_field(vj, "op", what)),
-                      tuple(VjpInput(str(json_field(i, "param", what)),
-                                     str(json_field(i, "source", what)),
-                                     str(json_field(i, "of", what)))
-                            for i in json_field(vj, "inputs", what)),
-                      tuple((str(json_field(g, "result", what)), str(json_field(g, "of", what)))
-                            for g in json_field(vj, "gradients", what)))
-        jv = j.get("jvp")
-        jvp = None
-        if jv is not None:
-            what = "%s, jvp" % name
-            jvp = Jvp(str(json_field(jv, "op", what)),
-                      tuple(VjpInput(str(json_field(i, "param", what)),
-                                     str(json_field(i, "source", what)),
-                                     str(json_field(i, "of", what)))
-                            for i in json_field(jv, "inputs", what)),
-                      tuple((str(json_field(t, "result", what)), str(json_field(t, "of", what)))
-                            for t in json_field(jv, "tangents", what)))
+        vjp = _rule(Vjp, j, "vjp", "gradients", name)
+        jvp = _rule(Jvp, j, "jvp", "tangents", name)
         return OpSchema(name, str(json_field(j, "target", name)), int(json_field(j, "api_version", name)),
                         bool(json_field(j, "side_effect", name)), tuple(params), tuple(results),
                         partition, vjp, jvp)
+
+
+def _rule(cls: Any, j: Json, key: str, outputs: str, name: str) -> Any:
+    """An op's declared `vjp` or `jvp` (`cls`) from its JSON, or None: the rule op's name, its
+    inputs, and its outputs (`gradients` or `tangents`) as `(result, of)` pairs."""
+    r = j.get(key)
+    if r is None:
+        return None
+    what = "%s, %s" % (name, key)
+    return cls(str(json_field(r, "op", what)),
+               tuple(VjpInput(str(json_field(i, "param", what)), str(json_field(i, "source", what)),
+                              str(json_field(i, "of", what)))
+                     for i in json_field(r, "inputs", what)),
+               tuple((str(json_field(o, "result", what)), str(json_field(o, "of", what)))
+                     for o in json_field(r, outputs, what)))
 
 
 def _dim_rule(j: Json, where: str) -> DimRule:

@@ -12,8 +12,8 @@
 //! have none. An op with a `&mut` external or an opaque result declares none.
 
 use super::{
-    Msg, ParamSig, Role, Rule, Signature, check_residual_of, differentiable, find, same_tensor,
-    str_eq,
+    Msg, ParamSig, Role, Rule, Signature, check_no_state, check_residual_of, differentiable, find,
+    same_tensor, str_eq,
 };
 use crate::schema::{JvpInput, JvpSchema, JvpSource, JvpTangent};
 
@@ -65,16 +65,8 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
     if tan.opaque_result {
         return Err(head(fwd, tan).push("a tangent op returns tangents only, not an opaque result"));
     }
-    let mut i = 0;
-    while i < fwd.params.len() {
-        let p = fwd.params[i];
-        i += 1;
-        if matches!(p.role, Role::ExternalMut) {
-            return Err(head(fwd, tan)
-                .push("an op with a `&mut` external (`")
-                .push(p.name)
-                .push("`) declares no forward-mode rule (its new state has no tangent)"));
-        }
+    if let Err(m) = check_no_state(fwd, tan, head(fwd, tan), Rule::Tangent) {
+        return Err(m);
     }
     let mut i = 0;
     while i < tan.params.len() {
@@ -82,12 +74,6 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
         i += 1;
         let checked = match t.role {
             Role::Output => check_output_tangent(fwd, tan, t),
-            Role::ExternalMut => {
-                return Err(head(fwd, tan)
-                    .push("the tangent op takes `")
-                    .push(t.name)
-                    .push("` as `&mut`: a tangent op updates no external"));
-            }
             _ => check_input(fwd, tan, t),
         };
         if let Err(m) = checked {

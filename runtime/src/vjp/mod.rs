@@ -227,16 +227,8 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
             "an op with an opaque result declares no gradient (the result has no cotangent)",
         ));
     }
-    let mut i = 0;
-    while i < fwd.params.len() {
-        let p = fwd.params[i];
-        if matches!(p.role, Role::ExternalMut) {
-            return Err(head(fwd, bwd)
-                .push("an op with a `&mut` external (`")
-                .push(p.name)
-                .push("`) declares no gradient (its new state has no cotangent)"));
-        }
-        i += 1;
+    if let Err(m) = check_no_state(fwd, bwd, head(fwd, bwd), Rule::Backward) {
+        return Err(m);
     }
     let mut i = 0;
     while i < bwd.params.len() {
@@ -244,12 +236,6 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
         i += 1;
         let checked = match b.role {
             Role::Output => check_gradient(fwd, bwd, b),
-            Role::ExternalMut => {
-                return Err(head(fwd, bwd)
-                    .push("the backward takes `")
-                    .push(b.name)
-                    .push("` as `&mut`: a backward op updates no external"));
-            }
             _ => check_residual(fwd, bwd, b),
         };
         if let Err(m) = checked {
@@ -354,20 +340,74 @@ enum Rule {
     Tangent,
 }
 
-/// What a rule is called and what it takes, for the messages.
-const fn rule_words(rule: Rule) -> (&'static str, &'static str) {
+/// What a rule is called, what it takes, what it declares and what a value has, for the
+/// messages.
+const fn rule_words(rule: Rule) -> (&'static str, &'static str, &'static str, &'static str) {
     match rule {
         Rule::Backward => (
             "backward",
             "a backward takes the forward's inputs, outputs, attributes and externals by their \
              names, and `d_<output>` for an output's cotangent",
+            "gradient",
+            "cotangent",
         ),
         Rule::Tangent => (
             "tangent op",
             "a tangent op takes the forward's inputs, outputs, attributes and externals by \
              their names, and `t_<input>` for an input's tangent",
+            "forward-mode rule",
+            "tangent",
         ),
     }
+}
+
+/// What both rules refuse alike: a forward op with a `&mut` external (its new state has no
+/// derivative), and a rule op that takes one (`m` the message's head).
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+const fn check_no_state(
+    fwd: &Signature,
+    rule_op: &Signature,
+    m: Msg,
+    rule: Rule,
+) -> Result<(), Msg> {
+    let (who, _, declares, value) = rule_words(rule);
+    let mut i = 0;
+    while i < fwd.params.len() {
+        let p = fwd.params[i];
+        i += 1;
+        if matches!(p.role, Role::ExternalMut) {
+            return Err(m
+                .push("an op with a `&mut` external (`")
+                .push(p.name)
+                .push("`) declares no ")
+                .push(declares)
+                .push(" (its new state has no ")
+                .push(value)
+                .push(")"));
+        }
+    }
+    let mut i = 0;
+    while i < rule_op.params.len() {
+        let p = rule_op.params[i];
+        i += 1;
+        if matches!(p.role, Role::ExternalMut) {
+            return Err(m
+                .push("the ")
+                .push(who)
+                .push(" takes `")
+                .push(p.name)
+                .push("` as `&mut`: a ")
+                .push(who)
+                .push(if matches!(rule, Rule::Backward) {
+                    " op"
+                } else {
+                    ""
+                })
+                .push(" updates no external"));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that rule input `b` (of a backward or a tangent op, `m` the message's head) is a
@@ -375,7 +415,7 @@ const fn rule_words(rule: Rule) -> (&'static str, &'static str) {
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
 const fn check_residual_of(fwd: &Signature, b: ParamSig, m: Msg, rule: Rule) -> Result<(), Msg> {
-    let (who, takes) = rule_words(rule);
+    let (who, takes, _, _) = rule_words(rule);
     let Some(f) = find(fwd, b.name) else {
         return Err(m
             .push("the ")

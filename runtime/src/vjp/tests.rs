@@ -1,8 +1,9 @@
 use super::*;
 
-const F32: SigDtype = SigDtype::Fixed(ElementType::F32);
+pub(super) const F32: SigDtype = SigDtype::Fixed(ElementType::F32);
 
-const fn param(
+/// A parameter of a test signature (an attribute's type is `f32`).
+pub(super) const fn param(
     name: &'static str,
     role: Role,
     dtype: SigDtype,

@@ -1,29 +1,9 @@
 use super::*;
 use crate::types::ElementType;
 use crate::vjp::SigDtype;
+use crate::vjp::tests::{F32, param};
 
-const F32: SigDtype = SigDtype::Fixed(ElementType::F32);
 const I32: SigDtype = SigDtype::Fixed(ElementType::I32);
-
-const fn param(
-    name: &'static str,
-    role: Role,
-    dtype: SigDtype,
-    shape_of: &'static str,
-) -> ParamSig {
-    ParamSig {
-        name,
-        role,
-        dtype,
-        rank: None,
-        shape_of,
-        ty: if matches!(role, Role::Attr) {
-            "f32"
-        } else {
-            ""
-        },
-    }
-}
 
 /// `f(x: f32, idx: i32, eps) -> (y: f32 shaped like x, n: i32)`.
 const FWD: Signature = Signature {
