@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
 # Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager | --torch-cpp | --mut-jit |
-#                                    --parallel | --state | --jax-rules]
+#                                    --parallel | --state | --jax-rules | --torch-autograd]
 # (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
 #  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py;
 #  --torch-cpp: a customop op against the same op as a C++ extension op, on torch 2.9 and the
@@ -10,7 +10,9 @@
 #  --parallel: a kernel on XLA's pool against its one-thread self and jnp: parallel.py;
 #  --state: an op with #[state] against the same op rebuilding its table per call: state_jit.py;
 #  --jax-rules: an op with both derivative rules under jax.jit against the bare FFI call, on the
-#    newest and the oldest jax: jax_rules.py)
+#    newest and the oldest jax: jax_rules.py;
+#  --torch-autograd: the autograd layer against torch.library.custom_op and a C++ op, on torch 2.9
+#    and the newest: torch_autograd.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
@@ -47,6 +49,15 @@ if [ "${1:-}" = "--parallel" ]; then
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824 \
     target/xla-venv/bin/python benches/compare/parallel.py
   exec target/torch-venv/bin/python benches/compare/parallel_torch.py
+fi
+if [ "${1:-}" = "--torch-autograd" ]; then
+  cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels
+  export CUSTOMOP_KERNELS="$PWD/target/kernels/release/libcustomop_example_kernels.so"
+  export PYTHONPATH="$PWD/python" PJRT_DEVICE=CPU
+  for venv in target/xla-venv target/torch-venv; do
+    "$venv/bin/python" benches/compare/torch_autograd.py
+  done
+  exit 0
 fi
 if [ "${1:-}" = "--torch-cpp" ]; then
   cargo build --locked --release -q -p customop-example-kernels --target-dir target/kernels

@@ -92,10 +92,15 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     vjp = sch.vjp
     jvp = sch.jvp
 
+    # Looked up once: every eager call in grad mode runs this kernel.
+    redispatch, below, after_autograd = (op.redispatch, torch._C._AutoDispatchBelowAutograd,
+                                         torch._C._after_autograd_keyset)
+    grad_enabled, any_requires_grad = torch.is_grad_enabled, torch._C._any_requires_grad
+
     def below_autograd(keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            with torch._C._AutoDispatchBelowAutograd():
-                return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+            with below():
+                return redispatch(keyset & after_autograd, *args, **kwargs)
         except RuntimeError as e:
             # A native kernel's error, raised as customop's own.
             reraise(e)
@@ -217,12 +222,11 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         # Without this, the op runs below autograd on the primals and its outputs carry no
         # tangent: torch.func.jvp gave zeros, forward_ad a None tangent.
-        if _has_tangent(args):
+        if _forward_ad._current_level >= 0 and _has_tangent(args):
             if jvp is None:
                 raise NoForwardRuleError(_no_forward_rule_message(name))
             return forward_mode(keyset, args, kwargs)
-        if torch.is_grad_enabled() and any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        if grad_enabled() and any_requires_grad(*args):
             return apply(keyset, kwargs, args)
         return below_autograd(keyset, args, kwargs)
 
