@@ -149,16 +149,14 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
                  for o, t in zip(outs, jvp.output_tangents(sch, got))]
         return duals[0] if len(duals) == 1 else tuple(duals)
 
-
     class NoGradient(torch.autograd.Function):
+        # forward takes ctx (no setup_context): torch binds a setup_context-style forward's
+        # arguments with inspect.signature on every apply, ~20 us a call. torch.func needs
+        # setup_context only where it routes apply itself, which `apply` below avoids.
         @staticmethod
-        def forward(keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            ctx.shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
             return forward(keyset, kwargs, args)
-
-        @staticmethod
-        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-            ctx.shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None
-                          for a in inputs[2:]]
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
@@ -170,17 +168,14 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
 
     class WithGradient(torch.autograd.Function):
         @staticmethod
-        def forward(keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
-            return forward(keyset, kwargs, args)
-
-        @staticmethod
-        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-            _, kwargs, *args = inputs
+        def forward(ctx: Any, keyset: Any, kwargs: dict[str, Any], *args: Any) -> Any:
+            output = forward(keyset, kwargs, args)
             outs = list(output) if isinstance(output, tuple) else [output]
             ctx.kwargs = dict(kwargs)
             ctx.n_args = len(args)
             # The residuals: every operand and output (the backward op reads those it names).
             ctx.save_for_backward(*args, *outs)
+            return output
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
