@@ -224,9 +224,12 @@ class ShardMap(unittest.TestCase):
         want = jax.grad(loss(op))(self.X)
         np.testing.assert_array_equal(jax.grad(loss(sharded))(self.X), want)
         np.testing.assert_array_equal(jax.jit(jax.grad(loss(sharded)))(self.X), want)
-        # Second order inside shard_map too.
-        np.testing.assert_allclose(jax.jit(hvp(loss(sharded), C))(self.X),
-                                   hvp(loss(op), C)(self.X), rtol=1e-14, atol=1e-14)
+        # Second order inside shard_map too: reverse over reverse, and forward over reverse.
+        want = hvp(loss(op), C)(self.X)
+        np.testing.assert_allclose(jax.jit(hvp(loss(sharded), C))(self.X), want, rtol=1e-14,
+                                   atol=1e-14)
+        fwd_over_rev = jax.jit(lambda x: jax.jvp(jax.grad(loss(sharded)), (x,), (jnp.asarray(C),))[1])
+        np.testing.assert_allclose(fwd_over_rev(self.X), want, rtol=1e-12, atol=1e-12)
 
     def test_a_sharded_and_a_replicated_operand(self):
         """scale_rows(x, w) with x split on rows and w whole on every device (each device
