@@ -282,6 +282,37 @@ class ForwardMode(unittest.TestCase):
             (y * C).sum().backward()
         torch.testing.assert_close(x.grad, torch.sigmoid(self.X) * C, rtol=1e-14, atol=1e-15)
 
+    def test_under_torch_compile(self):
+        """torch.func.jvp, jacfwd, hessian and jvp of grad compiled give the eager results;
+        torch.autograd.forward_ad inside torch.compile gives them too, or is refused by name
+        (torch 2.9 traces it so that the op's tangent would be dropped), never a lost tangent."""
+        from torch.autograd import forward_ad as fwAD
+        f = LOSSES[1][1]
+        cases = {
+            "jvp": lambda x, t: torch.func.jvp(E.softplus, (x,), (t,))[1],
+            "jacfwd": lambda x, t: torch.func.jacfwd(E.softplus)(x[:1]),
+            "hessian": lambda x, t: torch.func.hessian(f)(x),
+            "jvp of grad": lambda x, t: torch.func.jvp(torch.func.grad(f), (x,), (t,))[1],
+        }
+        for what, fn in cases.items():
+            with self.subTest(what=what):
+                torch._dynamo.reset()
+                torch.testing.assert_close(torch.compile(fn)(self.X, self.T), fn(self.X, self.T),
+                                           rtol=1e-14, atol=1e-15)
+
+        def dual(x, t):
+            with fwAD.dual_level():
+                return fwAD.unpack_dual(E.softplus(fwAD.make_dual(x, t))).tangent
+
+        torch._dynamo.reset()
+        try:
+            got = torch.compile(dual)(self.X, self.T)
+        except Exception as e:  # torch wraps it (TorchRuntimeError)
+            self.assertIn("example::softplus: torch.autograd.forward_ad inside torch.compile",
+                          str(e))
+        else:
+            torch.testing.assert_close(got, dual(self.X, self.T), rtol=1e-14, atol=1e-15)
+
     def test_a_missing_forward_rule_is_refused_by_name(self):
         # A second forward derivative: softplus_jvp declares no tangent op of its own.
         with self.assertRaisesRegex(ct.NoForwardRuleError,

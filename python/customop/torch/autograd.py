@@ -11,7 +11,11 @@ import contextvars
 import torch
 from torch._functorch.pyfunctorch import (temporarily_clear_interpreter_stack,
                                           temporarily_restore_interpreter_stack)
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.autograd import forward_ad as _forward_ad
+
+_peek_interpreter = torch._C._functorch.peek_interpreter_stack
+_is_compiling = torch.compiler.is_compiling
 
 from ..manifest import OpSchema
 from .native import reraise
@@ -45,14 +49,29 @@ def _no_forward_rule_message(op: str) -> str:
             "(fwAD.unpack_dual(x).primal)." % op)
 
 
+def _dual_level() -> int:
+    """The dual level tangents live at: the current one, or 0 where a compiled torch.func.jvp
+    entered it without Python's record of it (torch supports no nested dual level, so 0 is the
+    only one there is)."""
+    level = _forward_ad._current_level
+    return level if level >= 0 else 0
+
+
+def _may_have_tangents() -> bool:
+    """Whether forward-mode AD may be on: a dual level entered from Python, or any torch.func
+    transform (a compiled torch.func.jvp enters its level below Python's record). Outside both,
+    the check is an attribute read and one call."""
+    return _forward_ad._current_level >= 0 or _peek_interpreter() is not None
+
+
 def _has_tangent(args: tuple[Any, ...]) -> bool:
-    """Whether any tensor argument carries a forward-mode tangent at the current dual level
-    (torch.func.jvp and jacfwd enter one too). Outside forward-mode AD no level is active, and
-    the check is one attribute read."""
-    if _forward_ad._current_level < 0:
+    """Whether any tensor argument carries a forward-mode tangent (torch.func.jvp and jacfwd
+    enter a dual level too)."""
+    if not _may_have_tangents():
         return False
-    return any(isinstance(a, torch.Tensor) and _forward_ad.unpack_dual(a).tangent is not None
-               for a in args)
+    level = _dual_level()
+    return any(isinstance(a, torch.Tensor) and
+               _forward_ad.unpack_dual(a, level=level).tangent is not None for a in args)
 
 
 def _no_gradient_message(op: str) -> str:
@@ -133,8 +152,9 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         their tangents. The tangent op goes through the dispatcher too: a tangent at an outer
         level (nested jvp, forward over reverse) reaches it as any op's."""
         assert jvp is not None
-        unpacked = [_forward_ad.unpack_dual(a) if isinstance(a, torch.Tensor) else None
-                    for a in args]
+        level = _dual_level()
+        unpacked = [_forward_ad.unpack_dual(a, level=level) if isinstance(a, torch.Tensor)
+                    else None for a in args]
         primals = [u.primal if u is not None else a for u, a in zip(unpacked, args)]
         tangents = [(u.tangent if u.tangent is not None else torch.zeros_like(u.primal))
                     if u is not None else None for u in unpacked]
@@ -145,7 +165,7 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         targs, tattrs = jvp.tangent_arguments(sch, primals, outs, tangents, kwargs)
         got = tangent_op(*targs, **tattrs)
         got = list(got) if isinstance(got, tuple) else [got]
-        duals = [_forward_ad.make_dual(o, t) if t is not None else o
+        duals = [_forward_ad.make_dual(o, t, level=level) if t is not None else o
                  for o, t in zip(outs, jvp.output_tangents(sch, got))]
         return duals[0] if len(duals) == 1 else tuple(duals)
 
@@ -217,9 +237,19 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         # Without this, the op runs below autograd on the primals and its outputs carry no
         # tangent: torch.func.jvp gave zeros, forward_ad a None tangent.
-        if _forward_ad._current_level >= 0 and _has_tangent(args):
+        if _has_tangent(args):
             if jvp is None:
                 raise NoForwardRuleError(_no_forward_rule_message(name))
+            if _peek_interpreter() is None and (_is_compiling() or any(
+                    isinstance(a, FakeTensor) for a in args)):
+                # torch.autograd.forward_ad traced by torch.compile: the graph calls the op
+                # again on dual tensors where nothing records the dual level, and the tangent
+                # came back None. torch.func.jvp's level is recorded: it compiles.
+                raise NoForwardRuleError(
+                    "%s: torch.autograd.forward_ad inside torch.compile cannot go through a "
+                    "customop op (the compiled graph would drop its tangent); use "
+                    "torch.func.jvp or jacfwd there, or forward_ad outside torch.compile"
+                    % name)
             return forward_mode(keyset, args, kwargs)
         if grad_enabled() and any_requires_grad(*args):
             return apply(keyset, kwargs, args)
