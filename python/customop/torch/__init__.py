@@ -35,11 +35,13 @@ descriptor bytes, attribute types); a refusal, kernel error or panic raises `Ker
 choice is logged (logger `customop.torch`, level INFO) and never made silently: on a torch the
 native path does not support, `load` raises `NativeUnavailable`.
 
-An op that declares a backward op (`#[custom_op(vjp = ...)]`) is differentiable: its autograd
-kernel saves the residuals the backward names and runs the backward op in `backward()`. Through
-any other op, `backward()` raises `NoGradientError`, naming the op. Forward mode (a tangent from
-`torch.func.jvp`, `jacfwd`, `torch.autograd.forward_ad`) raises `NoForwardRuleError`, naming the
-op, instead of a zero tangent. `torch.func.vmap` runs each
+An op that declares a backward op (`#[custom_op(vjp = ...)]`) is differentiable in reverse mode:
+its autograd kernel saves the residuals the backward names and runs the backward op in
+`backward()` (torch.func.grad, vjp and jacrev too). One that declares a tangent op
+(`jvp = ...`) is differentiable in forward mode (torch.func.jvp, jacfwd, forward_ad). Without
+the rule a transform needs, `backward()` raises `NoGradientError` and a forward-mode tangent
+`NoForwardRuleError`, naming the op, instead of a missing or zero derivative. `torch.func.vmap`
+runs each
 op by its batching rule (`customop.batching.batching_rule`: the batch folded into the rows, or
 one call per element).
 
