@@ -145,6 +145,9 @@ pub enum Refusal {
     WrongAttributeType,
     /// An attribute whose value is malformed (not UTF-8, a misaligned array).
     BadAttribute,
+    /// An attribute the schema does not name (a misspelt or extra one), as XLA's own binding
+    /// refuses it.
+    UnknownAttribute,
     /// The handler's binding and the op's schema disagree (a bug, not a bad call).
     BadBinding,
     /// The kernel returned an error.
@@ -169,7 +172,7 @@ impl Refusal {
     }
 
     /// Every refusal, in declaration order.
-    pub const ALL: [Refusal; 22] = [
+    pub const ALL: [Refusal; 23] = [
         Refusal::BadFrame,
         Refusal::WrongCount,
         Refusal::NoSuchBuffer,
@@ -188,6 +191,7 @@ impl Refusal {
         Refusal::MissingAttribute,
         Refusal::WrongAttributeType,
         Refusal::BadAttribute,
+        Refusal::UnknownAttribute,
         Refusal::BadBinding,
         Refusal::KernelError,
         Refusal::KernelPanic,
@@ -215,6 +219,7 @@ impl Refusal {
             Refusal::MissingAttribute => "missing_attribute",
             Refusal::WrongAttributeType => "wrong_attribute_type",
             Refusal::BadAttribute => "bad_attribute",
+            Refusal::UnknownAttribute => "unknown_attribute",
             Refusal::BadBinding => "bad_binding",
             Refusal::KernelError => "kernel_error",
             Refusal::KernelPanic => "kernel_panic",

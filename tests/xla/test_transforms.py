@@ -160,6 +160,25 @@ class Attributes(unittest.TestCase):
             with self.assertRaises(SchemaError):
                 export(call, self.X, lib=LIB)
 
+    def test_an_undeclared_attribute_is_refused_by_the_handler(self):
+        """Through a raw jax.ffi.ffi_call (no customop front end to check it first), under jit
+        too: a misspelt or extra attribute is the handler's named refusal, as XLA's own binding
+        refuses one, never ignored."""
+        import jax.ffi
+
+        target = LIB.op("example::rms_norm_t").schema.target
+        out = jax.ShapeDtypeStruct(self.X.shape, self.X.dtype)
+        eps = np.float32(EPS)
+        np.testing.assert_array_equal(jax.ffi.ffi_call(target, out)(self.X, eps=eps),
+                                      OPS.example.rms_norm_t(self.X, eps=EPS))
+        for call in (lambda x: jax.ffi.ffi_call(target, out)(x, eps=eps, epsilon=eps),
+                     jax.jit(lambda x: jax.ffi.ffi_call(target, out)(x, eps=eps, extra=1))):
+            with self.assertRaisesRegex(Exception, r"custom op `example::rms_norm_t` "
+                                        r"\[unknown_attribute\]: the call carries attribute "
+                                        r"`(epsilon|extra)` that the op does not declare "
+                                        r"\(it takes `eps`\)"):
+                np.asarray(call(self.X))
+
     def test_a_descriptor_attribute_as_bytes_or_as_torchs_latin1_string(self):
         # torch spells a descriptor attribute as a str of its bytes, one character each; JAX
         # sends a str as UTF-8, so the check converts it to the packed bytes first.

@@ -442,6 +442,18 @@ fn attributes() {
         Refusal::MissingAttribute,
         "attribute `eps` is missing",
     );
+    // An attribute the op does not declare (a misspelt one beside the right ones, as XLA's
+    // own binding refuses it): named, with what the op takes.
+    let f = rms_frame().attr(
+        "epsilon",
+        AttrValue::Scalar(F32, 1f32.to_le_bytes().to_vec()),
+    );
+    refused(
+        f,
+        rms(),
+        Refusal::UnknownAttribute,
+        "the call carries attribute `epsilon` that the op does not declare (it takes `eps`, `cfg`)",
+    );
     let mut f = rms_frame();
     f.attrs[0].1 = AttrValue::Scalar(S32, 1i32.to_le_bytes().to_vec());
     refused(

@@ -277,6 +277,57 @@ impl<'f> CallCx<'f> {
         i64::try_from(a.size).ok()
     }
 
+    /// Refuses an attribute of the call that is not one of `declared` (the op's attribute
+    /// names), naming every such one, as XLA's own binding does ("Wrong number of
+    /// attributes"): a misspelt attribute is an error, not ignored.
+    pub(crate) fn expect_attributes<'n>(
+        &self,
+        declared: impl Iterator<Item = &'n str> + Clone,
+    ) -> Result<(), OpError> {
+        let a = &self.frame.attrs;
+        if a.size <= 0 || a.names.is_null() {
+            return Ok(());
+        }
+        let mut unknown: Vec<String> = Vec::new();
+        for i in 0..a.size as usize {
+            // SAFETY: `size` entries of `names` are valid for the call.
+            let span = unsafe { *a.names.add(i) };
+            let key: &[u8] = if span.is_null() {
+                &[]
+            } else {
+                // SAFETY: a name is a byte span valid for the call.
+                let span = unsafe { &*span };
+                if span.ptr.is_null() {
+                    &[]
+                } else {
+                    // SAFETY: `ptr` points at `len` bytes.
+                    unsafe { core::slice::from_raw_parts(span.ptr as *const u8, span.len) }
+                }
+            };
+            if !declared.clone().any(|d| d.as_bytes() == key) {
+                unknown.push(format!("`{}`", String::from_utf8_lossy(key)));
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = declared.map(|d| format!("`{d}`")).collect();
+        Err(op_err(
+            self.op,
+            Refusal::UnknownAttribute,
+            format!(
+                "the call carries attribute{} {} that the op does not declare (it takes {})",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown.join(", "),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        ))
+    }
+
     fn attr(&self, name: &str) -> Result<(i32, *mut c_void), OpError> {
         let a = &self.frame.attrs;
         if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {

@@ -85,6 +85,10 @@ unsafe fn run_stages(
     let body = |cx: &CallCx<'_>| {
         let plan = def.plan().map_err(|e| op_err(op, Refusal::BadBinding, e))?;
         cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
+        cx.expect_attributes(schema.params.iter().filter_map(|p| match p.kind {
+            ParamKind::Attribute { .. } => Some(p.name.as_str()),
+            _ => None,
+        }))?;
         body(&Binder {
             cx,
             schema,
