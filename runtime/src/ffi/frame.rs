@@ -49,11 +49,61 @@ pub(super) fn op_err(op: &str, refusal: Refusal, message: impl AsRef<str>) -> Op
 }
 
 pub(super) fn element_name(code: i32) -> String {
-    u32::try_from(code)
+    if let Some(e) = u32::try_from(code)
         .ok()
         .and_then(ElementType::from_xla_code)
-        .map(|e| e.to_string())
-        .unwrap_or_else(|| format!("XLA dtype {code}"))
+    {
+        return e.to_string();
+    }
+    match OTHER_XLA_TYPES.iter().find(|(c, _)| *c == code) {
+        Some((_, name)) => format!("{name} (XLA dtype {code}, which customop does not take)"),
+        None => format!("XLA dtype {code}"),
+    }
+}
+
+/// The names of XLA FFI's element types customop takes no tensor of (the other codes of its C
+/// API's `XLA_FFI_DataType`), for messages: a wrong dtype says `s4`, not only a number.
+const OTHER_XLA_TYPES: [(i32, &str); 15] = [
+    (0, "invalid"),
+    (17, "token"),
+    (21, "s4"),
+    (22, "u4"),
+    (23, "f8E4M3B11FNUZ"),
+    (24, "f8E5M2FNUZ"),
+    (25, "f8E4M3FNUZ"),
+    (26, "s2"),
+    (27, "u2"),
+    (28, "f8E4M3"),
+    (29, "f8E3M4"),
+    (30, "s1"),
+    (31, "u1"),
+    (32, "f4E2M1FN"),
+    (33, "f8E8M0FNU"),
+];
+
+#[cfg(test)]
+mod element_name_tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_name() {
+        assert_eq!(element_name(11), "f32");
+        assert_eq!(
+            element_name(21),
+            "s4 (XLA dtype 21, which customop does not take)"
+        );
+        assert_eq!(element_name(99), "XLA dtype 99");
+        // Every code of XLA_FFI_DataType (0 to 33 but 13 and 14, which are XLA's tuple and
+        // opaque types, not FFI data types): customop's types and the table cover each once.
+        for code in (0..=33).filter(|c| ![13, 14].contains(c)) {
+            let ours = u32::try_from(code)
+                .ok()
+                .and_then(ElementType::from_xla_code)
+                .is_some();
+            let other = OTHER_XLA_TYPES.iter().filter(|(c, _)| *c == code).count();
+            assert_eq!(usize::from(ours) + other, 1, "code {code}");
+        }
+    }
 }
 
 /// A raw buffer's facts, read from the frame.
