@@ -27,14 +27,11 @@ pub fn rms_norm_t_bwd_bwd<T: Real>(
     #[out(shape = x)] mut d_x: TensorMut<'_, T>,
     #[out(shape = d_y)] mut d_d_y: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    if d_y.dims() != x.dims() || d_d_x.dims() != x.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "x is {:?}, d_y {:?} and d_d_x {:?}: all three must have one shape",
-            x.dims(),
-            d_y.dims(),
-            d_d_x.dims()
-        )));
-    }
+    one_shape(&[
+        ("x", x.dims()),
+        ("d_y", d_y.dims()),
+        ("d_d_x", d_d_x.dims()),
+    ])?;
     let cols = x.dim(1).max(1);
     let n = cols as f64;
     let rows = x
@@ -62,6 +59,21 @@ pub fn rms_norm_t_bwd_bwd<T: Real>(
         }
     }
     Ok(())
+}
+
+/// Refuses tensors that must have one shape but do not, naming each one's.
+fn one_shape(tensors: &[(&str, &[i64])]) -> Result<(), OpError> {
+    let Some((_, first)) = tensors.first() else {
+        return Ok(());
+    };
+    if tensors.iter().all(|(_, d)| d == first) {
+        return Ok(());
+    }
+    let each: Vec<String> = tensors.iter().map(|(n, d)| format!("{n} {d:?}")).collect();
+    Err(OpError::invalid_argument(format!(
+        "{} must have one shape",
+        each.join(", ")
+    )))
 }
 
 /// The logistic function, `1 / (1 + e^-v)`, without overflow for large `|v|`.
@@ -105,13 +117,7 @@ pub fn softplus_bwd<T: Real>(
     d_y: TensorRef<'_, T>,
     #[out(shape = x)] mut d_x: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    if d_y.dims() != x.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "d_y is {:?} but x is {:?}",
-            d_y.dims(),
-            x.dims()
-        )));
-    }
+    one_shape(&[("x", x.dims()), ("d_y", d_y.dims())])?;
     for ((o, v), g) in d_x
         .as_mut_slice()
         .iter_mut()
@@ -133,14 +139,11 @@ pub fn softplus_bwd_bwd<T: Real>(
     #[out(shape = x)] mut d_x: TensorMut<'_, T>,
     #[out(shape = d_y)] mut d_d_y: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    if d_y.dims() != x.dims() || d_d_x.dims() != x.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "x is {:?}, d_y {:?} and d_d_x {:?}: all three must have one shape",
-            x.dims(),
-            d_y.dims(),
-            d_d_x.dims()
-        )));
-    }
+    one_shape(&[
+        ("x", x.dims()),
+        ("d_y", d_y.dims()),
+        ("d_d_x", d_d_x.dims()),
+    ])?;
     let (x, g, u) = (x.as_slice(), d_y.as_slice(), d_d_x.as_slice());
     let (dx, ddy) = (d_x.as_mut_slice(), d_d_y.as_mut_slice());
     for i in 0..x.len() {
@@ -173,14 +176,12 @@ pub fn softplus_bwd_jvp<T: Real>(
     t_d_y: TensorRef<'_, T>,
     #[out(shape = x)] mut t_d_x: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    if [d_y.dims(), t_x.dims(), t_d_y.dims()]
-        .iter()
-        .any(|d| *d != x.dims())
-    {
-        return Err(OpError::invalid_argument(
-            "x, d_y, t_x and t_d_y must have one shape",
-        ));
-    }
+    one_shape(&[
+        ("x", x.dims()),
+        ("d_y", d_y.dims()),
+        ("t_x", t_x.dims()),
+        ("t_d_y", t_d_y.dims()),
+    ])?;
     let (x, g, tx, tg) = (
         x.as_slice(),
         d_y.as_slice(),
@@ -226,14 +227,12 @@ pub fn rms_norm_t_bwd_jvp<T: Real>(
     #[attr] eps: f32,
     #[out(shape = x)] mut t_d_x: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    if [d_y.dims(), t_x.dims(), t_d_y.dims()]
-        .iter()
-        .any(|d| *d != x.dims())
-    {
-        return Err(OpError::invalid_argument(
-            "x, d_y, t_x and t_d_y must have one shape",
-        ));
-    }
+    one_shape(&[
+        ("x", x.dims()),
+        ("d_y", d_y.dims()),
+        ("t_x", t_x.dims()),
+        ("t_d_y", t_d_y.dims()),
+    ])?;
     let cols = x.dim(1).max(1);
     let n = cols as f64;
     let rows = x
