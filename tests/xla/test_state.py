@@ -1,6 +1,8 @@
 """State built once per call site (`#[state]`) under jax.jit: `example::windowed`'s Hann window
 is built at XLA's instantiate stage, once per custom call in each compiled executable, not per
-execution; its constructor's error is the `[bad_state]` refusal, at compile time.
+execution; its constructor's error is the `[bad_state]` refusal, at compile time. Registered
+for execution only (a bare `jax.ffi.pycapsule` of the handler, as "Running on XLA" shows), the
+state comes from the process cache instead: once per (op, attribute values), kept to the end.
 
 Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
      target/xla-venv/bin/python -m unittest tests/xla/test_state.py
@@ -9,6 +11,9 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
 import ctypes
 import gc
 import os
+import subprocess
+import sys
+import textwrap
 import unittest
 
 import jax
@@ -98,3 +103,50 @@ class StatePerCallSite(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StatePerRegistration(unittest.TestCase):
+    """One behaviour per way of registering the handlers, each tested: `Library.register()`
+    (instantiate and execute stages: a state per call site per executable, dropped with it;
+    StatePerCallSite above), and a bare `jax.ffi.register_ffi_target(target, pycapsule(h))`
+    (execution only: the process cache, one state per (op, attribute values), kept across
+    executables and `jax.clear_caches()`). Run in a process of its own: a target is registered
+    once per process."""
+
+    def test_execution_only_registration_uses_the_process_cache(self):
+        code = textwrap.dedent("""
+            import ctypes, gc, json, os
+            import jax, numpy as np
+            lib = ctypes.CDLL(os.environ["CUSTOMOP_KERNELS"])
+            lib.customop_manifest.restype = ctypes.c_char_p
+            for op in json.loads(lib.customop_manifest())["ops"]:
+                jax.ffi.register_ffi_target(op["target"],
+                                            jax.ffi.pycapsule(getattr(lib, op["handler_symbol"])),
+                                            platform="cpu", api_version=1)
+            def counter(name):
+                f = getattr(lib, name)
+                f.argtypes, f.restype = [ctypes.c_int64], ctypes.c_int64
+                return f
+            built, dropped, calls = (counter("example_state_builds"),
+                                     counter("example_state_drops"),
+                                     counter("example_state_calls"))
+            x = np.ones(12, np.float32)
+            out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+            win = lambda x, n: jax.ffi.ffi_call("example.windowed", out)(x, n=np.int64(n))
+            seen = []
+            for _ in range(2):
+                f = jax.jit(lambda x: (win(x, 9), win(x + 1, 9), win(x, 10)))
+                jax.block_until_ready(f(x))
+                jax.clear_caches()
+                del f
+                gc.collect()
+                seen.append([built(9), built(10), dropped(9), calls(9)])
+            print(json.dumps(seen))
+        """)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ), check=True)
+        seen = r.stdout.strip().splitlines()[-1]
+        # One state per (op, attribute values) in the process, built on first use and kept:
+        # n=9 once for both call sites and both executables, n=10 once, none dropped; the two
+        # n=9 call sites ran twice each.
+        self.assertEqual(seen, "[[1, 1, 0, 2], [1, 1, 0, 4]]")
