@@ -152,6 +152,7 @@ py_tests() {
   echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 }
 py_tests "the Python package in layers: no import circle, the core without jax or torch, modules <= 400 lines" tests/python/test_layers.py
+py_tests "shape rules on symbolic sizes: the sizes' own arithmetic, never forced nor compared" tests/python/test_shape_symbolic.py
 py_tests "the PJRT cross-check's comparison: per-element tolerances, NaN, shape, dtype, refusal code, stage, status" tests/python/test_crosscheck.py
 py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
 # Every test that calls ops from torch runs on both paths: native kernels (1, the default) and

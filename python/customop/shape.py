@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = ["Lit", "Dim", "Attr", "Len", "Bin", "Expr", "ShapeExprError", "parse", "apply",
-           "OPS", "as_int"]
+           "OPS", "as_int", "concrete"]
 
 _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 
@@ -43,8 +43,28 @@ OPS: dict[str, tuple[str | None, Callable[[int, int], int]]] = {
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2, "rem": 2}
 
 
-def apply(op: str, a: int, b: int) -> int:
-    """`a op b` on 64-bit integers, as Rust's `BinOp::apply`."""
+def concrete(v: Any) -> int | None:
+    """`v` as a Python int when it is a concrete size (an int or numpy integer), or None for a
+    symbolic one (a JAX shape-polymorphic dimension, a torch `SymInt`), which is never forced
+    to a value here: forcing it fails in `jax.export` and specialises a `torch.compile` graph."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if type(v).__module__ == "numpy":
+        return as_int(v)
+    return None
+
+
+def apply(op: str, a: Any, b: Any) -> Any:
+    """`a op b` on 64-bit integers, as Rust's `BinOp::apply`. On a symbolic size the same
+    arithmetic runs on the front end's symbolic values, unchecked here (the handler checks the
+    sizes it is given at run time); `min` and `max` of a symbolic size are refused (they would
+    need the front end's own)."""
+    ca, cb = concrete(a), concrete(b)
+    if ca is None or cb is None:
+        return _apply_symbolic(op, a, b)
+    a, b = ca, cb
     if op in ("div", "rem", "ceil_div") and b == 0:
         raise ShapeExprError("`%s` divides by zero" % Bin(op, Lit(a), Lit(b)).text())
     if op in ("div", "rem", "ceil_div") and (a < 0 or b < 0):
@@ -54,6 +74,15 @@ def apply(op: str, a: int, b: int) -> int:
     if not _I64_MIN <= r <= _I64_MAX:
         raise ShapeExprError("`%s` overflows a 64-bit integer" % Bin(op, Lit(a), Lit(b)).text())
     return r
+
+
+def _apply_symbolic(op: str, a: Any, b: Any) -> Any:
+    if op == "ceil_div":
+        return -((-a) // b)
+    if op in ("min", "max"):
+        raise ShapeExprError("`%s` of a symbolic size is not supported: give this dimension a "
+                             "concrete size" % op)
+    return OPS[op][1](a, b)
 
 
 def as_int(v: Any) -> int | None:
@@ -97,7 +126,9 @@ class Dim:
         shape = env.dims(self.param)
         if shape is None or self.dim >= len(shape):
             raise ShapeExprError("`%s` has no value" % self.text())
-        return int(shape[self.dim])
+        d = shape[self.dim]
+        c = concrete(d)
+        return c if c is not None else d
 
     def text(self, outer: int = 0, right: bool = False) -> str:
         return "%s.dim(%d)" % (self.param, self.dim)
@@ -162,9 +193,13 @@ def is_computed(e: Expr) -> bool:
 def eval_size(e: Expr, env: Env) -> int:
     """The value of `e` as a dimension size (see the module documentation)."""
     v = e.eval(env)
-    if v < 0 or (v == 0 and is_computed(e)):
-        raise ShapeExprError("it is %d, not a size" % v)
-    return v
+    c = concrete(v)
+    if c is None:
+        # Symbolic: the front end's value, checked by the handler on the sizes it gets.
+        return v
+    if c < 0 or (c == 0 and is_computed(e)):
+        raise ShapeExprError("it is %d, not a size" % c)
+    return c
 
 
 def parse(j: Any, where: str) -> Expr:

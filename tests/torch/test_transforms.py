@@ -242,6 +242,44 @@ class Compile(unittest.TestCase):
             torch.testing.assert_close(got, want, rtol=0,
                                        atol=1e-13 * want.abs().max().item())
 
+    def test_one_compiled_graph_for_five_lengths(self):
+        """torch.compile(dynamic=True, fullgraph=True): the fake implementation evaluates the
+        rule on torch's SymInts without forcing them, so five row lengths share one graph (each
+        result the eager one). Before: a graph per length, and after torch's recompile limit,
+        eager."""
+        from torch._dynamo.testing import CompileCounterWithBackend
+
+        f = lambda x: torch.ops.example.mean_pool(x, k=2, stride=2).sin()  # noqa: E731
+        torch._dynamo.reset()
+        # aot_eager: the fake implementation traced on SymInts, without inductor's codegen.
+        counter = CompileCounterWithBackend("aot_eager")
+        compiled = torch.compile(f, backend=counter, dynamic=True, fullgraph=True)
+        for n in (6, 8, 10, 12, 14):
+            x = torch.randn(4, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+            got = compiled(x)
+            self.assertEqual(tuple(got.shape), (4, (n - 2) // 2 + 1))
+            torch.testing.assert_close(got, f(x), rtol=1e-14, atol=1e-15)
+        self.assertEqual(counter.frame_count, 1)
+
+    def test_torch_export_with_dynamic_dims(self):
+        """torch.export with both dims dynamic: the rule on SymInts, one program for every size
+        in the ranges (n from 4: from 2, torch's own 0/1 specialisation would want the output
+        length never to be 1)."""
+
+        class Pool(torch.nn.Module):
+            def forward(self, x):
+                return ops.example.mean_pool(x, k=2, stride=2)
+
+        b = torch.export.Dim("b", min=1, max=64)
+        n = torch.export.Dim("n", min=4, max=1024)
+        ep = torch.export.export(Pool(), (torch.randn(4, 6, dtype=torch.float64),),
+                                 dynamic_shapes={"x": {0: b, 1: n}})
+        for shape in ((2, 6), (3, 9), (5, 4), (1, 100)):
+            x = torch.randn(*shape, dtype=torch.float64)
+            got = ep.module()(x)
+            self.assertEqual(tuple(got.shape), (shape[0], (shape[1] - 2) // 2 + 1))
+            torch.testing.assert_close(got, Pool()(x), rtol=0, atol=0)
+
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor",
                  "test_aot_dispatch_dynamic")

@@ -2,7 +2,7 @@
 against the loop of calls, jax.grad of the ops that declare a backward against finite
 differences (`jax.test_util.check_grads`, f64) and against the same function written with jnp,
 a small model with a two-op chain (rms_norm_t, then mean_pool) trained for a few steps, and
-`customop.xla.export` (annotated externals, serialise, deserialise, run).
+`customop.xla.export` (annotated externals, serialise, deserialise, run; symbolic shapes).
 
 Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
      target/xla-venv/bin/python -m unittest tests/xla/test_transforms.py
@@ -404,6 +404,22 @@ class Export(unittest.TestCase):
     def model(self, blob, x):
         y = OPS.my_custom_library.custom_op_external(blob, jnp.sin(x))
         return y.astype(jnp.float32) + 1, OPS.example.rms_norm_t(x, eps=EPS)
+
+    def test_symbolic_shapes_export_once_and_run_at_any_size(self):
+        """jax.export with shape polymorphism (`b, n`): the rules are evaluated on the symbolic
+        sizes (mean_pool's `(n - k) / stride + 1` too, not only a copied `b`), and the one
+        exported program runs at three sizes, each equal to the concrete call. Before: JAX's
+        "Symbolic dimension used in a context that requires a constant"."""
+        f = lambda x: OPS.example.mean_pool(x, k=2, stride=2)  # noqa: E731
+        b, n = jax.export.symbolic_shape("b, n")
+        exp = export(f, jax.ShapeDtypeStruct((b, n), np.float32), lib=LIB)
+        self.assertEqual(str(exp.out_avals[0].shape), "(b, floordiv(n - 2, 2) + 1)")
+        back = jax.export.deserialize(exp.serialize())
+        for shape in ((2, 6), (3, 9), (5, 4)):
+            x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 7
+            got = np.asarray(back.call(x))
+            self.assertEqual(got.shape, (shape[0], (shape[1] - 2) // 2 + 1))
+            np.testing.assert_array_equal(got, np.asarray(f(x)))
 
     def test_annotated_serialised_deserialised_and_run(self):
         exp = export(self.model, self.blob, self.x, lib=LIB)
