@@ -44,11 +44,7 @@ pub fn rms_norm_t_bwd_bwd<T: Real>(
         .chunks_mut(cols)
         .zip(d_d_y.as_mut_slice().chunks_mut(cols));
     for (((x, g), u), (dx, ddy)) in rows.zip(outs) {
-        let dot = |a: &[T], b: &[T]| -> f64 {
-            a.iter().zip(b).map(|(p, q)| p.to_f64() * q.to_f64()).sum()
-        };
-        let r = 1.0 / (dot(x, x) / n + f64::from(eps)).sqrt();
-        let (r3, r5) = (r * r * r, r * r * r * r * r);
+        let (r, r3, r5) = inv_rms_powers(x, n, eps);
         let (xg, xu, ug) = (dot(x, g), dot(x, u), dot(u, g));
         for i in 0..x.len() {
             let (xi, gi, ui) = (x[i].to_f64(), g[i].to_f64(), u[i].to_f64());
@@ -59,6 +55,17 @@ pub fn rms_norm_t_bwd_bwd<T: Real>(
         }
     }
     Ok(())
+}
+
+/// `a . b`, in `f64`.
+fn dot<T: Real>(a: &[T], b: &[T]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| p.to_f64() * q.to_f64()).sum()
+}
+
+/// A row's `r = 1 / sqrt(mean(x^2) + eps)` (`n` columns), and `r^3` and `r^5`.
+fn inv_rms_powers<T: Real>(x: &[T], n: f64, eps: f32) -> (f64, f64, f64) {
+    let r = 1.0 / (dot(x, x) / n + f64::from(eps)).sqrt();
+    (r, r * r * r, r * r * r * r * r)
 }
 
 /// Refuses tensors that must have one shape but do not, naming each one's.
@@ -245,11 +252,7 @@ pub fn rms_norm_t_bwd_jvp<T: Real>(
                 .zip(t_d_y.as_slice().chunks(cols)),
         );
     for (((x, g), (t, tg)), out) in rows.zip(t_d_x.as_mut_slice().chunks_mut(cols)) {
-        let dot = |a: &[T], b: &[T]| -> f64 {
-            a.iter().zip(b).map(|(p, q)| p.to_f64() * q.to_f64()).sum()
-        };
-        let r = 1.0 / (dot(x, x) / n + f64::from(eps)).sqrt();
-        let (r3, r5) = (r * r * r, r * r * r * r * r);
+        let (r, r3, r5) = inv_rms_powers(x, n, eps);
         let (c, c_tg, xt, tgv) = (dot(x, g) / n, dot(x, tg) / n, dot(x, t), dot(t, g));
         for i in 0..x.len() {
             let (xi, gi, ti, tgi) = (x[i].to_f64(), g[i].to_f64(), t[i].to_f64(), tg[i].to_f64());
