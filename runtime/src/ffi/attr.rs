@@ -6,9 +6,10 @@
 
 use super::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING, XLA_FFI_Array,
-    XLA_FFI_ByteSpan, XLA_FFI_Scalar,
+    XLA_FFI_Attrs, XLA_FFI_ByteSpan, XLA_FFI_Scalar,
 };
 use super::frame::{element_name, op_err};
+use super::table::bytes;
 use super::{CallCx, NotBool};
 use crate::descriptor::Descriptor;
 use crate::error::OpError;
@@ -284,26 +285,9 @@ impl<'f> CallCx<'f> {
         &self,
         declared: impl Iterator<Item = &'n str> + Clone,
     ) -> Result<(), OpError> {
-        let a = &self.frame.attrs;
-        if a.size <= 0 || a.names.is_null() {
-            return Ok(());
-        }
         let mut unknown: Vec<String> = Vec::new();
-        for i in 0..a.size as usize {
-            // SAFETY: `size` entries of `names` are valid for the call.
-            let span = unsafe { *a.names.add(i) };
-            let key: &[u8] = if span.is_null() {
-                &[]
-            } else {
-                // SAFETY: a name is a byte span valid for the call.
-                let span = unsafe { &*span };
-                if span.ptr.is_null() {
-                    &[]
-                } else {
-                    // SAFETY: `ptr` points at `len` bytes.
-                    unsafe { core::slice::from_raw_parts(span.ptr as *const u8, span.len) }
-                }
-            };
+        for (name, _, _) in self.attr_entries() {
+            let key = name.unwrap_or(&[]);
             if !declared.clone().any(|d| d.as_bytes() == key) {
                 unknown.push(format!("`{}`", String::from_utf8_lossy(key)));
             }
@@ -328,30 +312,53 @@ impl<'f> CallCx<'f> {
         ))
     }
 
-    fn attr(&self, name: &str) -> Result<(i32, *mut c_void), OpError> {
-        let a = &self.frame.attrs;
-        if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {
-            for i in 0..a.size as usize {
-                // SAFETY: `size` entries of `types`, `names` and `attrs` are valid for the call.
-                let (ty, span, ptr) =
-                    unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
-                if span.is_null() {
-                    continue;
-                }
+    /// The call's attributes in XLA's order: each one's name (`None` for a null name span),
+    /// kind and value pointer (null where XLA passed no value, or no kinds to read it by).
+    /// Only the names are required.
+    pub(super) fn attr_entries(
+        &self,
+    ) -> impl Iterator<Item = (Option<&'f [u8]>, i32, *mut c_void)> + 'f {
+        let a: &'f XLA_FFI_Attrs = &self.frame.attrs;
+        let n = if a.size > 0 && !a.names.is_null() {
+            a.size as usize
+        } else {
+            0
+        };
+        (0..n).map(move |i| {
+            // SAFETY: `size` entries of `names` (and of `types` and `attrs` where those are
+            // not null) are valid for the call.
+            let (span, ty, ptr) = unsafe {
+                (
+                    *a.names.add(i),
+                    if a.types.is_null() {
+                        0
+                    } else {
+                        *a.types.add(i)
+                    },
+                    if a.attrs.is_null() || a.types.is_null() {
+                        core::ptr::null_mut()
+                    } else {
+                        *a.attrs.add(i)
+                    },
+                )
+            };
+            let name = (!span.is_null()).then(|| {
                 // SAFETY: a name is a byte span valid for the call.
                 let span = unsafe { &*span };
-                let key: &[u8] = if span.ptr.is_null() {
-                    &[]
-                } else {
-                    // SAFETY: `ptr` points at `len` bytes.
-                    unsafe { core::slice::from_raw_parts(span.ptr as *const u8, span.len) }
-                };
-                if key == name.as_bytes() {
-                    if ptr.is_null() {
-                        break;
-                    }
-                    return Ok((ty, ptr));
+                // SAFETY: `ptr` points at `len` bytes (or is null: no bytes).
+                unsafe { bytes(span.ptr as *const u8, span.len) }
+            });
+            (name, ty, ptr)
+        })
+    }
+
+    fn attr(&self, name: &str) -> Result<(i32, *mut c_void), OpError> {
+        for (key, ty, ptr) in self.attr_entries() {
+            if key == Some(name.as_bytes()) {
+                if ptr.is_null() {
+                    break;
                 }
+                return Ok((ty, ptr));
             }
         }
         Err(op_err(

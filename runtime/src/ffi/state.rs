@@ -316,54 +316,47 @@ pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, Op
 /// name given twice (only a raw eager call can) is refused: in name order, the two values
 /// would make one key whichever order they came in.
 fn attrs_key(cx: &CallCx<'_>) -> Result<Vec<u8>, OpError> {
-    let a = &cx.frame.attrs;
     let mut entries: Vec<(&[u8], Vec<u8>)> = Vec::new();
-    if a.size > 0 && !a.types.is_null() && !a.names.is_null() && !a.attrs.is_null() {
-        for i in 0..a.size as usize {
-            // SAFETY: `size` entries of `types`, `names` and `attrs` are valid for the call.
-            let (ty, span, ptr) = unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
-            if span.is_null() || ptr.is_null() {
-                continue;
+    for (name, ty, ptr) in cx.attr_entries() {
+        let Some(name) = name.filter(|_| !ptr.is_null()) else {
+            continue;
+        };
+        let mut value = ty.to_le_bytes().to_vec();
+        let elem = |dtype: i32| {
+            u32::try_from(dtype)
+                .ok()
+                .and_then(ElementType::from_xla_code)
+                .map_or(0, |e| e.byte_size())
+        };
+        match ty {
+            XLA_FFI_ATTR_TYPE_SCALAR => {
+                // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar whose value
+                // holds one element of its dtype.
+                let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
+                value.extend(s.dtype.to_le_bytes());
+                // SAFETY: as above.
+                value.extend(unsafe { bytes(s.value.cast(), elem(s.dtype)) });
             }
-            // SAFETY: a name is a byte span valid for the call.
-            let name = unsafe { bytes((*span).ptr.cast(), (*span).len) };
-            let mut value = ty.to_le_bytes().to_vec();
-            let elem = |dtype: i32| {
-                u32::try_from(dtype)
-                    .ok()
-                    .and_then(ElementType::from_xla_code)
-                    .map_or(0, |e| e.byte_size())
-            };
-            match ty {
-                XLA_FFI_ATTR_TYPE_SCALAR => {
-                    // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar whose value
-                    // holds one element of its dtype.
-                    let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
-                    value.extend(s.dtype.to_le_bytes());
-                    // SAFETY: as above.
-                    value.extend(unsafe { bytes(s.value.cast(), elem(s.dtype)) });
-                }
-                XLA_FFI_ATTR_TYPE_ARRAY => {
-                    // SAFETY: an ARRAY attribute points at an XLA_FFI_Array of `size`
-                    // elements of its dtype.
-                    let arr = unsafe { &*(ptr as *const XLA_FFI_Array) };
-                    value.extend(arr.dtype.to_le_bytes());
-                    value.extend(arr.size.to_le_bytes());
-                    // SAFETY: as above.
-                    value.extend(unsafe {
-                        bytes(arr.data.cast(), arr.size.saturating_mul(elem(arr.dtype)))
-                    });
-                }
-                XLA_FFI_ATTR_TYPE_STRING => {
-                    // SAFETY: a STRING attribute points at a byte span valid for the call.
-                    let b = unsafe { &*(ptr as *const XLA_FFI_ByteSpan) };
-                    // SAFETY: as above.
-                    value.extend(unsafe { bytes(b.ptr.cast(), b.len) });
-                }
-                _ => {}
+            XLA_FFI_ATTR_TYPE_ARRAY => {
+                // SAFETY: an ARRAY attribute points at an XLA_FFI_Array of `size`
+                // elements of its dtype.
+                let arr = unsafe { &*(ptr as *const XLA_FFI_Array) };
+                value.extend(arr.dtype.to_le_bytes());
+                value.extend(arr.size.to_le_bytes());
+                // SAFETY: as above.
+                value.extend(unsafe {
+                    bytes(arr.data.cast(), arr.size.saturating_mul(elem(arr.dtype)))
+                });
             }
-            entries.push((name, value));
+            XLA_FFI_ATTR_TYPE_STRING => {
+                // SAFETY: a STRING attribute points at a byte span valid for the call.
+                let b = unsafe { &*(ptr as *const XLA_FFI_ByteSpan) };
+                // SAFETY: as above.
+                value.extend(unsafe { bytes(b.ptr.cast(), b.len) });
+            }
+            _ => {}
         }
+        entries.push((name, value));
     }
     entries.sort();
     if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
