@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .library import KernelLibrary
 from .manifest import ElementType, OpEntry
-from .schema import check_attrs, normalize
+from .schema import check_attrs, normalize, refuse_extra_attrs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,6 +113,7 @@ class Handlers:
         args = [tensor(b) for b in operands]
         rets = [tensor(b) for b in results]
         cattrs = []
+        refuse_extra_attrs(entry.schema, attrs, "an eager call")
         for param, value in check_attrs(entry.schema, attrs):
             kind, dtype, v = normalize(entry.schema, param, value)
             name = param.name.encode("utf-8")

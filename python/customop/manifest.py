@@ -26,7 +26,7 @@ from . import shape
 from .elements import BYTES, PRED, ElementKind, ElementType, ElementTypes, numpy_dtype
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
-from .params import (AttributeParam, AttrType, ConstDim, DimOf, DimRule, DtypeVar, ExprDim,
+from .params import (AttributeParam, AttributesParam, AttrType, ConstDim, DimOf, DimRule, DtypeVar, ExprDim,
                      ExternalParam, FactorDims, OpaqueResult, Param, PartitionRule, Result,
                      ShapeOf, TensorParam, TensorResult, UpdatedExternal)
 
@@ -34,7 +34,8 @@ __all__ = [
     "ManifestError", "ElementKind", "ElementType", "ElementTypes", "numpy_dtype", "BYTES", "PRED",
     "PrimType", "ArrayType", "StructType", "EnumType", "EnumVariant", "VecType", "StringType",
     "FieldType", "Field", "Layout",
-    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
+    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
+    "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
     "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "OpSchema", "OpEntry", "Manifest",
@@ -138,11 +139,18 @@ class OpSchema:
     @property
     def operands(self) -> tuple[TensorParam | ExternalParam, ...]:
         """The custom call's operands (tensors and externals), in declaration order."""
-        return tuple(p for p in self.params if not isinstance(p, AttributeParam))
+        return tuple(p for p in self.params
+                     if isinstance(p, (TensorParam, ExternalParam)))
 
     @property
     def attributes(self) -> tuple[AttributeParam, ...]:
         return tuple(p for p in self.params if isinstance(p, AttributeParam))
+
+    @property
+    def dictionary(self) -> AttributesParam | None:
+        """The `#[attrs]` parameter, if the op takes every attribute of its call as one
+        dictionary (then attributes it does not name are allowed)."""
+        return next((p for p in self.params if isinstance(p, AttributesParam)), None)
 
     @property
     def externals(self) -> tuple[ExternalParam, ...]:
@@ -202,6 +210,8 @@ class OpSchema:
                     params.append(AttributeParam(pname, AttrType(tkind)))
                 else:
                     raise ManifestError("%s: unknown attribute type %r" % (what, tkind))
+            elif kind == "attributes":
+                params.append(AttributesParam(pname))
             elif kind == "external":
                 params.append(ExternalParam(pname, bool(json_field(p, "mutable", what)),
                                             Layout.from_json(json_field(p, "descriptor", what))))

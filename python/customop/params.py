@@ -12,7 +12,8 @@ from .elements import ElementType
 from .layout import Layout
 
 __all__ = [
-    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "ExternalParam", "Param",
+    "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
+    "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
     "FactorDims", "PartitionRule",
@@ -60,6 +61,14 @@ class AttributeParam:
 
 
 @dataclass(frozen=True)
+class AttributesParam:
+    """Every attribute of the call as one dictionary (`#[attrs]`): the named attributes and any
+    others the call passes by keyword."""
+    name: str
+    kind: ClassVar[str] = "attributes"
+
+
+@dataclass(frozen=True)
 class ExternalParam:
     """An `#[external]` operand: the packed bytes of descriptor `descriptor`, updated by the op
     when `mutable` (`&mut`)."""
@@ -69,7 +78,7 @@ class ExternalParam:
     kind: ClassVar[str] = "external"
 
 
-Param = TensorParam | AttributeParam | ExternalParam
+Param = TensorParam | AttributeParam | AttributesParam | ExternalParam
 
 
 @dataclass(frozen=True)

@@ -158,18 +158,87 @@ def attr_bytes(schema: OpSchema, param: AttributeParam, value: Any) -> bytes:
 
 def check_attrs(schema: OpSchema,
                 attrs: Mapping[str, Any]) -> list[tuple[AttributeParam, Any]]:
-    """Checks that `attrs` (a dict) gives exactly the op's attributes; returns them in
+    """Checks that `attrs` (a dict) gives exactly the op's attributes (at least them, for an op
+    that takes its attributes as a dictionary: `extra_attrs` has the others); returns them in
     declaration order as `(param, value)` pairs."""
     params = schema.attributes
     names = [p.name for p in params]
     unknown = sorted(set(attrs) - set(names))
-    if unknown:
+    if unknown and schema.dictionary is None:
         raise SchemaError("%s has no attribute %s (its attributes: %s)"
                           % (schema.name, ", ".join(unknown), ", ".join(names) or "none"))
     missing = [n for n in names if n not in attrs]
     if missing:
         raise SchemaError("%s: missing attribute %s" % (schema.name, ", ".join(missing)))
     return [(p, attrs[p.name]) for p in params]
+
+
+def refuse_extra_attrs(schema: OpSchema, attrs: Mapping[str, Any], where: str) -> None:
+    """Raises `SchemaError` if `attrs` has attributes the op does not name (allowed only for an
+    op with an `#[attrs]` dictionary, and only where the call goes through `jax.ffi.ffi_call`
+    or the Rust lowering)."""
+    if schema.dictionary is None:
+        return
+    extra = sorted(set(attrs) - {p.name for p in schema.attributes})
+    if extra:
+        raise SchemaError("%s: %s carries only the op's named attributes; %s would go to its "
+                          "`#[attrs] %s` dictionary (call it through JAX or the Rust lowering)"
+                          % (schema.name, where, ", ".join(extra), schema.dictionary.name))
+
+
+class _AttrDict(dict):  # type: ignore[type-arg]
+    """A nested dictionary attribute: a `dict` (which jax writes as an MLIR dictionary) that
+    hashes by its items, as the parameters of a jaxpr equation must; never mutated."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
+
+
+def extra_attrs(schema: OpSchema, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The attributes of a call that the op does not name, for an op that takes every
+    attribute as a dictionary (`#[attrs]`), as `jax.ffi.ffi_call` passes them on: a Python
+    `int` is an i64 scalar, a `float` an f64, a `bool` a pred, a `str` a string, a numpy scalar
+    its own type, a 1-D numpy array or a list of numbers an array (i64 or f64 for a list), a
+    `dict` a nested dictionary (of scalars, strings and dictionaries). Anything else is a
+    `SchemaError` naming the attribute."""
+    import numpy as np
+
+    named = {p.name for p in schema.attributes}
+
+    def value(name: str, v: Any, nested: bool) -> Any:
+        what = "%s: attribute `%s`" % (schema.name, name)
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, int):
+            if not -2**63 <= v < 2**63:
+                raise SchemaError("%s: %d does not fit an i64" % (what, v))
+            return np.int64(v)
+        if isinstance(v, float):
+            return np.float64(v)
+        if isinstance(v, np.generic) and v.dtype.kind in "iuf":
+            return v
+        if isinstance(v, str):
+            return v
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) and k for k in v):
+                raise SchemaError("%s: a dictionary's keys are non-empty strings" % what)
+            return _AttrDict((k, value("%s.%s" % (name, k), x, True)) for k, x in v.items())
+        if not nested and isinstance(v, (list, tuple, np.ndarray)):
+            a = np.asarray(v)
+            if a.dtype.kind in "iu" and isinstance(v, (list, tuple)):
+                a = a.astype(np.int64)
+            elif a.dtype.kind == "f" and isinstance(v, (list, tuple)):
+                a = a.astype(np.float64)
+            if a.ndim != 1 or a.dtype.kind not in "iuf":
+                raise SchemaError("%s: an array attribute is 1-D, of integers or floats; got %s"
+                                  % (what, a.dtype if a.ndim == 1 else "%d-D" % a.ndim))
+            return a
+        raise SchemaError("%s: %s cannot be an attribute (bool, int, float, str, a 1-D array or "
+                          "list of numbers, or a dict%s)"
+                          % (what, type(v).__name__, " of those" if not nested
+                             else " of scalars and strings"))
+
+    return {k: value(k, v, False) for k, v in attrs.items() if k not in named}
 
 
 def _scalar(schema: OpSchema, param: AttributeParam, dtype: ElementType,
@@ -220,6 +289,7 @@ def backend_config(schema: OpSchema, attrs: Mapping[str, Any]) -> str:
     version 4): `{eps = 9.999999747e-06 : f32, label = "..."}`, each value typed as the schema
     says; `{}` for none."""
     entries = []
+    refuse_extra_attrs(schema, attrs, "a backend_config written here")
     for param, value in check_attrs(schema, attrs):
         kind, dtype, v = normalize(schema, param, value)
         if kind == "scalar" and dtype is not None:
@@ -261,4 +331,6 @@ def checked_attrs(schema: OpSchema, attrs: Mapping[str, Any]) -> dict[str, Any]:
             out[param.name] = v
         else:
             out[param.name] = value
+    if schema.dictionary is not None:
+        out.update(extra_attrs(schema, attrs))
     return out

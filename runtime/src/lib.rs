@@ -37,11 +37,14 @@ pub mod state {
 /// (scalars, `bool`, `&[T]`), [`AttrRef`](attr::AttrRef) by reference (`&str`, `&T` of a
 /// descriptor), and the value as a program carries it, [`AttrLit`](attr::AttrLit).
 pub mod attr {
-    pub use crate::ffi::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
+    pub use crate::ffi::{
+        ArrayAttrElement, AttrKind, AttrLit, AttrRef, AttrValue, Dictionary, IntegerAttr, Unpacked,
+    };
 }
 
 pub use descriptor::{Descriptor, DescriptorError};
 pub use error::{ErrorCode, OpError, Refusal};
+pub use ffi::Dictionary;
 pub use schema::OpSchema;
 pub use tensor::{Opaque, TensorMut, TensorRef};
 pub use types::{Complex64, Complex128, Element, ElementType, TensorType};
@@ -123,8 +126,8 @@ pub mod __private {
     /// The FFI layer the generated handlers call: the C ABI mirror and the binder.
     pub mod ffi {
         pub use crate::ffi::{
-            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, IntegerAttr, Unpacked,
-            abi, handle, run, run_stateful,
+            ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Dictionary, IntegerAttr,
+            Unpacked, abi, handle, run, run_stateful,
         };
     }
     #[cfg(feature = "mlir")]

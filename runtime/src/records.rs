@@ -103,6 +103,14 @@ pub fn attr_param(name: &str, ty: AttrType) -> ParamSchema {
     }
 }
 
+/// The dictionary of all of a call's attributes (`#[attrs]`).
+pub fn attributes_param(name: &str) -> ParamSchema {
+    ParamSchema {
+        name: name.to_string(),
+        kind: ParamKind::Attributes,
+    }
+}
+
 /// A tensor output with one rule per dimension.
 pub fn tensor_result(name: &str, dtype: ElementType, shape: Vec<DimRule>) -> ResultSchema {
     ResultSchema {

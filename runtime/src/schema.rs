@@ -204,6 +204,10 @@ pub enum ParamKind {
         #[serde(rename = "type")]
         ty: AttrType,
     },
+    /// Every attribute of the call, as one dictionary (`#[attrs]`): the named attributes and
+    /// any others the call carries. At most one per op; the handler then refuses no attribute
+    /// as undeclared.
+    Attributes,
     /// An opaque external structure: an operand of packed descriptor bytes.
     External {
         /// Whether the op updates it (`&mut`).
@@ -470,7 +474,8 @@ impl OpSchema {
                         let _ = write!(s, "Tensor {}", p.name);
                     }
                 }
-                ParamKind::Attribute { .. } => {}
+                // Not expressible in a FunctionSchema: torch refuses such an op by name.
+                ParamKind::Attribute { .. } | ParamKind::Attributes => {}
             }
         }
         let attrs: Vec<&ParamSchema> = self

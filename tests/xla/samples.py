@@ -26,11 +26,15 @@ class Descriptor:
 @dataclass
 class Call:
     """One op call: `operands` in the op's operand order, `attrs` by name, and `batched`: the
-    operand indices that vmap batches (the others, externals among them, stay unbatched)."""
+    operand indices that vmap batches (the others, externals among them, stay unbatched; an op
+    with none, which takes no tensor, has nothing to batch). `torch` is False for an op that
+    torch refuses by name (an `#[attrs]` dictionary, which no torch schema expresses, or no
+    tensor operand to dispatch on)."""
     op: str
     operands: list[np.ndarray]
     attrs: dict[str, Any] = field(default_factory=dict)
     batched: tuple[int, ...] = ()
+    torch: bool = True
 
     def batch(self, size: int = 3) -> list[np.ndarray]:
         """The operands with a leading batch of `size` on the batched ones: element b is the
@@ -76,6 +80,10 @@ def calls(lib: Any) -> list[Call]:
     cplx = (x23 + 1j * x23[::-1]).astype(np.complex64)
     mask = np.array([[True, False, True], [False, True, False]])
     return [
+        Call("example::array_attr", [], {"array": np.arange(4, dtype=np.int32)}, torch=False),
+        Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
+        Call("example::sum_attrs", [x23.astype(np.float64)], {"scale": 2.0, "a": 1, "b": [0.5]},
+             batched=(0,), torch=False),
         Call("example::add_offset", [pack("example::Offset", {"add": 0.5}), x23], batched=(1,)),
         Call("example::apply_stats", [pack("example::Stats", {"mean": 1.0, "spread": 2.0}), x23],
              batched=(1,)),

@@ -8,6 +8,7 @@ use customop::prelude::*;
 
 pub use customop_example_kernel_lib::affine;
 
+pub mod attributes;
 pub mod derivatives;
 pub mod parallel;
 pub mod state;

@@ -66,9 +66,18 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
     }
 
     let mut state_seen = false;
+    let mut attrs_seen = false;
     for p in &op.params {
         match &p.kind {
             Kind::Invalid(span, message, _) => cx.syn_error(syn::Error::new(*span, message)),
+            Kind::Attrs(span) => {
+                if std::mem::replace(&mut attrs_seen, true) {
+                    cx.syn_error(syn::Error::new(
+                        *span,
+                        "an op has one `#[attrs]` dictionary: it holds every attribute of the call",
+                    ));
+                }
+            }
             Kind::Tensor { .. } => {}
             Kind::State { inner } => {
                 if std::mem::replace(&mut state_seen, true) {
@@ -185,7 +194,7 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                 );
                 continue;
             }
-            Some(Kind::Attr(_) | Kind::State { .. } | Kind::Invalid(..)) => {
+            Some(Kind::Attr(_) | Kind::Attrs(_) | Kind::State { .. } | Kind::Invalid(..)) => {
                 cx.error_spanned_by(
                     &entry.param,
                     format!("`{}` is not a tensor input", entry.param),
@@ -413,6 +422,7 @@ fn facts(op: &Op<'_>, name: &syn::Ident) -> Facts {
         Some(Kind::External { .. }) => Facts::Other("an external"),
         Some(Kind::Output { .. }) => Facts::Other("an output"),
         Some(Kind::State { .. }) => Facts::Other("a state"),
+        Some(Kind::Attrs(_)) => Facts::Other("the dictionary of attributes"),
         Some(Kind::Invalid(..)) => Facts::Other("a parameter customop cannot take"),
     }
 }

@@ -83,6 +83,8 @@ pub(crate) enum Kind<'a> {
     State {
         inner: &'a syn::Type,
     },
+    /// `#[attrs] a: Dictionary<'_>`: every attribute of the call.
+    Attrs(Span),
     /// Something `check` will refuse, with the span and message, and what it is meant to be.
     Invalid(Span, String, Intent),
 }
@@ -366,6 +368,7 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
         pa.attr.is_some(),
         pa.state.is_some(),
         pa.out.is_some(),
+        pa.attrs.is_some(),
     ];
     if marks.iter().filter(|m| **m).count() > 1 {
         let span = pa
@@ -375,10 +378,21 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
             .unwrap_or_else(|| ty.span());
         return invalid(
             span,
-            "a parameter is one of: a tensor, `#[external]`, `#[attr]`, `#[state]` or `#[out]`, \
-             not several"
+            "a parameter is one of: a tensor, `#[external]`, `#[attr]`, `#[attrs]`, `#[state]` or \
+             `#[out]`, not several"
                 .into(),
         );
+    }
+    if let Some(span) = pa.attrs {
+        return match last_segment(ty) {
+            Some(s) if s.ident == "Dictionary" => Kind::Attrs(span),
+            _ => invalid(
+                ty.span(),
+                "an `#[attrs]` parameter is `Dictionary<'_>` (`customop::Dictionary`): every \
+                 attribute of the call, by name"
+                    .into(),
+            ),
+        };
     }
     if pa.state.is_some() {
         return match ty {

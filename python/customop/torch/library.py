@@ -26,6 +26,19 @@ __all__ = ["TorchLibrary"]
 log = logging.getLogger("customop.torch")
 
 
+def torch_refusal(sch: Any) -> str | None:
+    """Why torch cannot call an op, if it cannot: a dictionary of every attribute (`#[attrs]`),
+    which a torch schema cannot express; or no tensor operand, from which torch's dispatcher
+    would take the device (such an op has no dispatch key to run on)."""
+    if sch.dictionary is not None:
+        return ("%s takes every attribute of its call as a dictionary (`#[attrs] %s`), which a "
+                "torch schema cannot express" % (sch.name, sch.dictionary.name))
+    if not sch.operands:
+        return ("%s takes no tensor, and torch's dispatcher picks a kernel by its tensors' "
+                "devices" % sch.name)
+    return None
+
+
 class TorchLibrary:
     """A kernel cdylib's ops, registered with torch: schema from the manifest's schema string,
     a fake (meta) implementation from the shape rules, a CPU implementation that runs the Rust
@@ -88,6 +101,11 @@ class TorchLibrary:
             frag._destroy()
             raise RuntimeError("cannot register %s from %s: %s (is it defined by another "
                                "library loaded in this process?)" % (sch.name, self.path, e)) from None
+        reason = torch_refusal(sch)
+        if reason is not None:
+            self._refuse(frag, reason, name)
+            self._fragments[sch.name] = frag
+            return False
         try:
             adapted = self._register(frag, op, ns, name)
         except BaseException:
@@ -95,6 +113,19 @@ class TorchLibrary:
             raise
         self._fragments[sch.name] = frag
         return adapted
+
+    @staticmethod
+    def _refuse(frag: torch.library.Library, reason: str, name: str) -> None:
+        """An op torch cannot call (`torch_refusal`): defined (with its named parameters) so
+        that a call finds it, and every call refused by name."""
+        message = "customop: %s; call it from JAX or the Rust runner" % reason
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message)
+
+        # Also under BackendSelect: an op without tensor arguments has no other dispatch key.
+        for key in ("CompositeImplicitAutograd", "BackendSelect"):
+            frag.impl(name, refuse, key)
 
     def _undo(self, op_name: str, frag: torch.library.Library) -> None:
         """Unregisters op `op_name`: its native kernels (under its name and its hidden one), then

@@ -56,6 +56,8 @@ class Op:
                   for p in sch.operands]
         params += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY)
                    for p in sch.attributes]
+        if sch.dictionary is not None:
+            params.append(inspect.Parameter(sch.dictionary.name, inspect.Parameter.VAR_KEYWORD))
         self.__signature__ = inspect.Signature(params)
         self.__name__ = name.partition("::")[2]
         self.__qualname__ = self.__name__

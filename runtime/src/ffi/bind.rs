@@ -85,10 +85,17 @@ unsafe fn run_stages(
     let body = |cx: &CallCx<'_>| {
         let plan = def.plan().map_err(|e| op_err(op, Refusal::BadBinding, e))?;
         cx.expect_counts(plan.operand_params.len(), plan.results.len())?;
-        cx.expect_attributes(schema.params.iter().filter_map(|p| match p.kind {
-            ParamKind::Attribute { .. } => Some(p.name.as_str()),
-            _ => None,
-        }))?;
+        // An op that takes the dictionary of its attributes (`#[attrs]`) takes any.
+        if !schema
+            .params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::Attributes))
+        {
+            cx.expect_attributes(schema.params.iter().filter_map(|p| match p.kind {
+                ParamKind::Attribute { .. } => Some(p.name.as_str()),
+                _ => None,
+            }))?;
+        }
         body(&Binder {
             cx,
             schema,
@@ -107,6 +114,7 @@ enum Want {
     Tensor,
     External,
     Attribute,
+    Attributes,
 }
 
 impl Want {
@@ -115,6 +123,7 @@ impl Want {
             Want::Tensor => "a tensor",
             Want::External => "an external",
             Want::Attribute => "an attribute",
+            Want::Attributes => "the dictionary of attributes",
         }
     }
 }
@@ -131,6 +140,7 @@ impl<'c, 'f> Binder<'c, 'f> {
                     ParamKind::Tensor { .. } => want == Want::Tensor,
                     ParamKind::External { .. } => want == Want::External,
                     ParamKind::Attribute { .. } => want == Want::Attribute,
+                    ParamKind::Attributes => want == Want::Attributes,
                 };
                 if fits {
                     Ok((&p.name, slot))
@@ -146,7 +156,9 @@ impl<'c, 'f> Binder<'c, 'f> {
     fn operand(&self, want: Want) -> Result<(&'f str, usize), OpError> {
         match self.next_param(want)? {
             (name, ParamSlot::Operand(o)) => Ok((name, o)),
-            (name, ParamSlot::Attribute(_)) => Err(self.mismatch(name, want.what())),
+            (name, ParamSlot::Attribute(_) | ParamSlot::Attributes) => {
+                Err(self.mismatch(name, want.what()))
+            }
         }
     }
 
@@ -235,14 +247,21 @@ impl<'c, 'f> Binder<'c, 'f> {
     /// The next parameter, an attribute by value (a scalar, `bool`, or `&[T]`).
     pub fn attr<V: AttrValue<'f>>(&self) -> Result<V, OpError> {
         let (name, _) = self.next_param(Want::Attribute)?;
-        V::decode(self.cx, name)
+        V::decode(&self.cx.attrs(), name)
     }
 
     /// The next parameter, an attribute taken by reference (`&str` or `&T` of a descriptor):
     /// what the kernel's reference points at.
     pub fn attr_ref<V: AttrRef<'f> + ?Sized>(&self) -> Result<V::Decoded, OpError> {
         let (name, _) = self.next_param(Want::Attribute)?;
-        V::decode(self.cx, name)
+        V::decode(&self.cx.attrs(), name)
+    }
+
+    /// The next parameter, the dictionary of all the call's attributes (`#[attrs]`): every
+    /// entry has a UTF-8 name (checked here, so that iterating it cannot fail).
+    pub fn attrs(&self) -> Result<super::Dictionary<'f>, OpError> {
+        self.next_param(Want::Attributes)?;
+        self.cx.attrs().checked()
     }
 
     #[inline]

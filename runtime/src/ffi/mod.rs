@@ -15,7 +15,9 @@ mod frame;
 pub mod state;
 pub(crate) mod table;
 
-pub use attr::{ArrayAttrElement, AttrLit, AttrRef, AttrValue, IntegerAttr, Unpacked};
+pub use attr::{
+    ArrayAttrElement, AttrKind, AttrLit, AttrRef, AttrValue, Dictionary, IntegerAttr, Unpacked,
+};
 pub use bind::{Binder, run, run_stateful};
 pub use entry::handle;
 pub use frame::{CallCx, NotBool};

@@ -51,12 +51,12 @@ impl<'f> StateAttrs<'_, 'f> {
     /// The attribute `name` by value (a scalar, `bool`, or `&[T]`), checked as the kernel's
     /// own `#[attr]` parameters are.
     pub fn get<V: AttrValue<'f>>(&self, name: &str) -> Result<V, OpError> {
-        V::decode(self.cx, name)
+        V::decode(&self.cx.attrs(), name)
     }
 
     /// The attribute `name` by reference (`&str`, or a descriptor's value).
     pub fn get_ref<V: AttrRef<'f> + ?Sized>(&self, name: &str) -> Result<V::Decoded, OpError> {
-        V::decode(self.cx, name)
+        V::decode(&self.cx.attrs(), name)
     }
 
     /// The op's name.

@@ -157,6 +157,12 @@ impl From<crate::ffi::AttrLit> for Attr {
                 s.push('>');
                 Attr::Raw(s)
             }
+            AttrLit::Dict(entries) => Attr::Dict(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, Attr::from(v)))
+                    .collect(),
+            ),
             AttrLit::FloatArray(ty, values) => {
                 let mut s = format!("array<{}", ty.mlir_name());
                 for (i, &v) in values.iter().enumerate() {

@@ -21,6 +21,19 @@ pub fn call_op(
     operands: &[&Value],
     attrs: Vec<AttrLit>,
 ) -> Result<Vec<Value>, BuildError> {
+    call_op_with(f, def, operands, attrs, Vec::new())
+}
+
+/// [`call_op`] for an op that takes the dictionary of its attributes (`#[attrs]`): `extra`
+/// are the entries the call carries beside the named attributes (none may share a name with
+/// one of them).
+pub fn call_op_with(
+    f: &mut FuncBuilder<'_>,
+    def: &OpDef,
+    operands: &[&Value],
+    attrs: Vec<AttrLit>,
+    extra: Vec<(String, AttrLit)>,
+) -> Result<Vec<Value>, BuildError> {
     let schema = def.schema();
     let op = schema.name.as_str();
     let plan = def.plan().map_err(BuildError::new)?;
@@ -49,7 +62,7 @@ pub fn call_op(
                     )));
                 }
             }
-            ParamKind::Attribute { .. } => {}
+            ParamKind::Attribute { .. } | ParamKind::Attributes => {}
         }
     }
     // A type parameter is one type in a call (check_operand saw each type is allowed).
@@ -105,11 +118,37 @@ pub fn call_op(
             ResultPlan::Updated { operand } => operands[*operand].ty().clone(),
         });
     }
-    let config: Vec<(String, Attr)> = attr_names
+    if !extra.is_empty()
+        && !schema
+            .params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::Attributes))
+    {
+        return Err(BuildError::new(format!(
+            "{op}: takes no dictionary of attributes (`#[attrs]`), got {} more",
+            extra.len()
+        )));
+    }
+    if let Some((k, _)) = extra.iter().find(|(k, _)| attr_names.contains(&k.as_str())) {
+        return Err(BuildError::new(format!(
+            "{op}: `{k}` is a named attribute of the op; pass it as that parameter, not in the \
+             dictionary"
+        )));
+    }
+    let mut config: Vec<(String, Attr)> = attr_names
         .into_iter()
         .map(str::to_string)
         .zip(attrs.into_iter().map(Attr::from))
         .collect();
+    let n_named = config.len();
+    for (k, v) in extra {
+        if config[n_named..].iter().any(|(c, _)| *c == k) {
+            return Err(BuildError::new(format!(
+                "{op}: attribute `{k}` is given twice"
+            )));
+        }
+        config.push((k, Attr::from(v)));
+    }
     for &(_, o) in &plan.aliases {
         f.mark_external_mutable(operands[o]);
     }

@@ -60,6 +60,8 @@ pub enum ParamSlot {
     Operand(usize),
     /// Entry `n` of the backend_config dictionary (attributes, in declaration order).
     Attribute(usize),
+    /// The whole backend_config dictionary (`#[attrs]`).
+    Attributes,
 }
 
 /// One result of the custom call.
@@ -138,6 +140,7 @@ impl Plan {
                     params.push(ParamSlot::Attribute(attrs));
                     attrs += 1;
                 }
+                ParamKind::Attributes => params.push(ParamSlot::Attributes),
             }
         }
         let mut dtype_vars: Vec<DtypeVar> = Vec::new();
@@ -189,6 +192,7 @@ impl Plan {
             None => Facts::Unknown,
             Some(ParamKind::Tensor { rank, .. }) => Facts::Tensor { rank: *rank },
             Some(ParamKind::External { .. }) => Facts::Other("an external"),
+            Some(ParamKind::Attributes) => Facts::Other("the dictionary of attributes"),
             Some(ParamKind::Attribute { ty }) => match ty {
                 AttrType::Scalar { dtype } => Facts::ScalarAttr {
                     integer: Some(dtype.is_integer()),

@@ -50,19 +50,19 @@ impl<E: ShapeEnv> Env<ParamRef> for Resolved<'_, E> {
     fn dim(&self, param: &ParamRef, dim: usize) -> Option<i64> {
         match param.slot {
             ParamSlot::Operand(o) => self.0.operand_dims(o)?.get(dim).copied(),
-            ParamSlot::Attribute(_) => None,
+            ParamSlot::Attribute(_) | ParamSlot::Attributes => None,
         }
     }
     fn attr(&self, name: &ParamRef) -> Option<i64> {
         match name.slot {
             ParamSlot::Attribute(a) => self.0.attr_int(a, &name.name),
-            ParamSlot::Operand(_) => None,
+            ParamSlot::Operand(_) | ParamSlot::Attributes => None,
         }
     }
     fn len(&self, name: &ParamRef) -> Option<i64> {
         match name.slot {
             ParamSlot::Attribute(a) => self.0.attr_len(a, &name.name),
-            ParamSlot::Operand(_) => None,
+            ParamSlot::Operand(_) | ParamSlot::Attributes => None,
         }
     }
 }

@@ -43,7 +43,25 @@ pub(crate) fn carried_as_tensor(kind: &ParamKind, direct: bool) -> bool {
         ParamKind::Attribute { ty } => {
             !direct && !matches!(ty, AttrType::Bool | AttrType::Scalar { .. })
         }
+        ParamKind::Attributes => false,
     }
+}
+
+/// Why torch cannot run op `schema`, if it cannot: a dictionary of attributes (`#[attrs]`)
+/// has no torch schema type (a FunctionSchema lists its arguments one by one).
+pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> {
+    schema
+        .params
+        .iter()
+        .find(|p| matches!(p.kind, ParamKind::Attributes))
+        .map(|p| {
+            format!(
+                "{}: torch cannot call this op: its `#[attrs] {}` takes every attribute of the \
+                 call as a dictionary, which a torch schema cannot express (call it from JAX or \
+                 the Rust runner)",
+                schema.name, p.name
+            )
+        })
 }
 
 macro_rules! torch {
@@ -148,6 +166,9 @@ pub(crate) unsafe fn run(
     let (Ok(n_args), Ok(n_outs)) = (usize::try_from(n_args), usize::try_from(n_outs)) else {
         return Err(Failure::Schema(format!("{}: bad stack", schema.name)));
     };
+    if let Some(why) = torch_refusal(schema) {
+        return Err(Failure::Schema(why));
+    }
     if n_args != params.len() || stack.is_null() {
         return Err(Failure::Schema(format!(
             "{}: called with {n_args} arguments; its schema has {}",
@@ -172,6 +193,8 @@ pub(crate) unsafe fn run(
     let at = |i: usize| match plan.params[i] {
         ParamSlot::Operand(o) => o,
         ParamSlot::Attribute(a) => n_operands + a,
+        // Refused above (`torch_refusal`).
+        ParamSlot::Attributes => 0,
     };
     // Take every owned argument first: each is deleted whatever happens next.
     // They are the first `n_taken` handles of `owned` (copies made later come after them).
@@ -236,10 +259,12 @@ pub(crate) unsafe fn run(
                 }
                 operands.push(v);
             }
+            // Refused above (`torch_refusal`).
+            ParamKind::Attributes => {}
             ParamKind::Attribute { ty } => {
                 let slot = match plan.params[i] {
                     ParamSlot::Attribute(a) => a,
-                    ParamSlot::Operand(_) => continue,
+                    ParamSlot::Operand(_) | ParamSlot::Attributes => continue,
                 };
                 let raw = stack[at(i)];
                 let value = match ty {

@@ -229,6 +229,9 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
         .ok_or_else(|| format!("op `{op}` has no handler in this library"))?;
     let kernels = crate::registry::torch_kernels(op)
         .ok_or_else(|| format!("op `{op}` has no native torch kernels in this library"))?;
+    if let Some(why) = kernel::torch_refusal(schema) {
+        return Err(why);
+    }
     let plan = crate::plan::Plan::new(schema)?;
     let (ns, short) = name
         .split_once("::")

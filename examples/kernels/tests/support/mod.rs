@@ -98,6 +98,7 @@ pub fn zeros(dtype: i32, dims: &[i64], elem: usize) -> Buf {
     buf(dtype, dims, &vec![0u8; n as usize * elem])
 }
 
+#[derive(Clone)]
 pub enum AttrValue {
     Scalar(i32, Vec<u8>),
     Array(i32, usize, Vec<u8>),
@@ -126,6 +127,9 @@ pub struct Frame {
     pub stage: i32,
     /// Null `types` arrays for args (with a nonzero size).
     pub null_arg_types: bool,
+    /// The attributes' names as raw bytes, in place of `attrs`' (to write one that is not
+    /// UTF-8).
+    pub raw_names: Option<Vec<Vec<u8>>>,
 }
 
 struct Recorded {
@@ -160,6 +164,7 @@ impl Frame {
             probe: false,
             stage: XLA_FFI_EXECUTION_STAGE_EXECUTE,
             null_arg_types: false,
+            raw_names: None,
         }
     }
 
@@ -207,10 +212,13 @@ impl Frame {
             .map(|b| (b as *mut XLA_FFI_Buffer).cast())
             .collect();
 
-        let mut names: Vec<XLA_FFI_ByteSpan> = self
-            .attrs
+        let name_bytes: Vec<&[u8]> = match &self.raw_names {
+            Some(raw) => raw.iter().map(Vec::as_slice).collect(),
+            None => self.attrs.iter().map(|(n, _)| n.as_bytes()).collect(),
+        };
+        let mut names: Vec<XLA_FFI_ByteSpan> = name_bytes
             .iter()
-            .map(|(n, _)| XLA_FFI_ByteSpan {
+            .map(|n| XLA_FFI_ByteSpan {
                 ptr: n.as_ptr().cast(),
                 len: n.len(),
             })

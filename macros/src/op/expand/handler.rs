@@ -61,6 +61,10 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
                 binds.push(quote_spanned!(at=> let #id = __b.state::<#inner>()?;));
                 call_args.push(quote!(&*#id));
             }
+            Kind::Attrs(_) => {
+                binds.push(quote_spanned!(at=> let #id = __b.attrs()?;));
+                call_args.push(quote!(#id));
+            }
             Kind::Invalid(..) => {}
         }
     }

@@ -12,6 +12,7 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
     let mut args = Vec::new();
     let mut operands = Vec::new();
     let mut attrs = Vec::new();
+    let mut extra = None;
     for prm in &op.params {
         let id = &prm.ident;
         match &prm.kind {
@@ -31,6 +32,12 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
                         <#t as #p::ffi::AttrValue<'_>>::lit(&#id)),
                     AttrKind::Ref(t) => quote_spanned!(ty.span()=>
                         <#t as #p::ffi::AttrRef<'_>>::lit(#id)),
+                });
+            }
+            Kind::Attrs(_) => {
+                args.push(quote!(#id: &[(&str, #p::ffi::AttrLit)]));
+                extra = Some(quote! {
+                    #id.iter().map(|(k, v)| (#p::ToString::to_string(k), v.clone())).collect()
                 });
             }
             // Not modelled (reported): any type, so that calls written for the intended
@@ -90,6 +97,21 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
     if op.partition.is_some() {
         doc.push_str(" In a module with a device mesh, the call is wrapped in an `sdy.manual_computation` split as the op's partition rule says.");
     }
+    let call = match extra {
+        None => quote!(#sup::call_op(
+            __f,
+            definition(),
+            &[#(#operands),*],
+            ::core::convert::From::from([#(#attrs),*]),
+        )),
+        Some(extra) => quote!(#sup::call_op_with(
+            __f,
+            definition(),
+            &[#(#operands),*],
+            ::core::convert::From::from([#(#attrs),*]),
+            #extra,
+        )),
+    };
     quote! {
         #p::if_mlir! {
             #ret_items
@@ -102,12 +124,7 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
                 #(#args),*
             ) -> ::core::result::Result<#ret_ty, #lw::BuildError> #bounds {
                 #[allow(unused_mut, unused_variables)]
-                let mut __r = #sup::CallResults::new(#sup::call_op(
-                    __f,
-                    definition(),
-                    &[#(#operands),*],
-                    ::core::convert::From::from([#(#attrs),*]),
-                )?);
+                let mut __r = #sup::CallResults::new(#call?);
                 #ret_expr
             }
         }

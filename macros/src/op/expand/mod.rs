@@ -265,7 +265,7 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::State { inner } => {
                 out.push(bound(inner, quote!(#p::state::OpState)));
             }
-            Kind::Invalid(..) => {}
+            Kind::Attrs(_) | Kind::Invalid(..) => {}
         }
     }
     if let Ret::Opaque(t) = &op.ret {

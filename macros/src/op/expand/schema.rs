@@ -80,6 +80,7 @@ pub(super) fn expand_schema(
                 let ty = quote_spanned!(t.span()=> <#t as #p::ffi::AttrRef<'static>>::attr_type());
                 quote!(#p::attr_param(#pname, #ty))
             }
+            Kind::Attrs(_) => quote!(#p::attributes_param(#pname)),
             Kind::Output { .. } | Kind::State { .. } | Kind::Invalid(..) => return None,
         })
     });

@@ -44,7 +44,7 @@ pub(super) fn expand_signature(op: &Op<'_>, p: &TokenStream) -> TokenStream {
                 let sig = quote!(#v::SigDtype::None);
                 (role, sig, None, none(), quote!(#inner).to_string())
             }
-            Kind::State { .. } | Kind::Invalid(..) => return None,
+            Kind::State { .. } | Kind::Attrs(_) | Kind::Invalid(..) => return None,
         };
         let rank = option_usize(&rank);
         Some(quote! {
