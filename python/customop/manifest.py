@@ -28,7 +28,8 @@ from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, L
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
 from .params import (AttributeParam, AttributesParam, AttrType, ConstDim, DimOf, DimRule, DtypeVar, ExprDim,
                      ExternalParam, FactorDims, OpaqueResult, Param, PartitionRule, Result,
-                     ShapeOf, TensorParam, TensorResult, UpdatedExternal)
+                     ShapeOf, TensorParam, TensorResult, UpdatedExternal, UpdatedTensor,
+                     UPDATED)
 
 __all__ = [
     "ManifestError", "ElementKind", "ElementType", "ElementTypes", "numpy_dtype", "BYTES", "PRED",
@@ -37,7 +38,7 @@ __all__ = [
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
     "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
-    "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
+    "TensorResult", "OpaqueResult", "UpdatedExternal", "UpdatedTensor", "UPDATED", "Result",
     "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "OpSchema", "OpEntry", "Manifest",
 ]
 
@@ -195,7 +196,8 @@ class OpSchema:
             kind = json_field(p, "kind", what)
             if kind == "tensor":
                 rank = p.get("rank")
-                params.append(TensorParam(pname, dtype(p, what), None if rank is None else int(rank)))
+                params.append(TensorParam(pname, dtype(p, what), None if rank is None else int(rank),
+                                          bool(p.get("updated", False))))
             elif kind == "attribute":
                 t = json_field(p, "type", what)
                 tkind = json_field(t, "kind", what)
@@ -232,6 +234,14 @@ class OpSchema:
             elif kind == "updated_external":
                 results.append(UpdatedExternal(rname, str(json_field(r, "param", what)),
                                                int(json_field(r, "operand", what)), types[BYTES]))
+            elif kind == "updated_tensor":
+                param = str(json_field(r, "param", what))
+                of = next((q for q in params if q.name == param and isinstance(q, TensorParam)
+                           and q.updated), None)
+                if of is None:
+                    raise ManifestError("%s: updates `%s`, not an #[inout] tensor" % (what, param))
+                results.append(UpdatedTensor(rname, param, int(json_field(r, "operand", what)),
+                                             of.dtype))
             else:
                 raise ManifestError("%s: unknown result kind %r" % (what, kind))
 

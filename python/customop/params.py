@@ -15,7 +15,7 @@ __all__ = [
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
     "Param",
     "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
-    "TensorResult", "OpaqueResult", "UpdatedExternal", "Result",
+    "TensorResult", "OpaqueResult", "UpdatedExternal", "UpdatedTensor", "UPDATED", "Result",
     "FactorDims", "PartitionRule",
 ]
 
@@ -45,10 +45,12 @@ class DtypeVar:
 @dataclass(frozen=True)
 class TensorParam:
     """A tensor operand; its element type, fixed or a `DtypeVar`; `rank` when the signature
-    fixes it."""
+    fixes it; `updated` when the op updates it in place (`#[inout]`: also a result,
+    `UpdatedTensor`, aliased to it)."""
     name: str
     dtype: ElementType | DtypeVar
     rank: int | None
+    updated: bool = False
     kind: ClassVar[str] = "tensor"
 
 
@@ -145,7 +147,20 @@ class UpdatedExternal:
     kind: ClassVar[str] = "updated_external"
 
 
-Result = TensorResult | OpaqueResult | UpdatedExternal
+@dataclass(frozen=True)
+class UpdatedTensor:
+    """Tensor `param` updated in place (`#[inout]`): a result of its operand's type and shape,
+    aliased to operand `operand`."""
+    name: str
+    param: str
+    operand: int
+    dtype: ElementType | DtypeVar
+    kind: ClassVar[str] = "updated_tensor"
+
+
+Result = TensorResult | OpaqueResult | UpdatedExternal | UpdatedTensor
+# The results that are an operand updated (torch writes them back into the argument).
+UPDATED = (UpdatedExternal, UpdatedTensor)
 
 
 @dataclass(frozen=True)

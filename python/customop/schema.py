@@ -30,8 +30,8 @@ def attribute_params(schema: OpSchema) -> list[AttributeParam]:
 
 
 class ResultSpec(NamedTuple):
-    """One result of a call: `kind` is "tensor", "opaque" or "updated_external" (the result's
-    kind), its shape, and its element type."""
+    """One result of a call: `kind` is "tensor", "opaque", "updated_external" or
+    "updated_tensor" (the result's kind), its shape, and its element type."""
     kind: str
     shape: tuple[int, ...]
     dtype: ElementType
@@ -107,7 +107,9 @@ def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
                                   % (schema.name, r.descriptor.name))
             out.append(ResultSpec(r.kind, (size,), r.dtype))
         else:
-            out.append(ResultSpec(r.kind, tuple(shapes[r.param]), r.dtype))
+            # An updated external or tensor: its operand's shape (and type).
+            dtype = var_types[r.dtype.name] if isinstance(r.dtype, DtypeVar) else r.dtype
+            out.append(ResultSpec(r.kind, tuple(shapes[r.param]), dtype))
     return out
 
 

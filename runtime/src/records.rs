@@ -61,8 +61,17 @@ pub fn tensor_param(name: &str, dtype: ElementType, rank: Option<usize>) -> Para
         kind: ParamKind::Tensor {
             dtype: TensorDtype::Fixed(dtype),
             rank,
+            updated: false,
         },
     }
+}
+
+/// Tensor parameter `p` updated in place (`#[inout]`).
+pub fn in_place(mut p: ParamSchema) -> ParamSchema {
+    if let ParamKind::Tensor { updated, .. } = &mut p.kind {
+        *updated = true;
+    }
+    p
 }
 
 /// A tensor input typed by the op's type parameter `var`, one of `allowed`.
@@ -80,6 +89,7 @@ pub fn tensor_param_var(
                 allowed,
             },
             rank,
+            updated: false,
         },
     }
 }
@@ -199,6 +209,16 @@ pub fn updated_external(param: &str) -> ResultSchema {
     ResultSchema {
         name: param.clone(),
         kind: ResultKind::UpdatedExternal { param, operand: 0 },
+    }
+}
+
+/// The result that is tensor `param` updated in place (its operand index is filled in by
+/// [`OpDef::new`](crate::plan::OpDef::new)). For generated code.
+pub fn updated_tensor(param: &str) -> ResultSchema {
+    let param = param.to_string();
+    ResultSchema {
+        name: param.clone(),
+        kind: ResultKind::UpdatedTensor { param, operand: 0 },
     }
 }
 

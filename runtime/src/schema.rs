@@ -197,6 +197,10 @@ pub enum ParamKind {
         dtype: TensorDtype,
         /// Its rank, when the signature fixes it.
         rank: Option<usize>,
+        /// Updated in place (`#[inout]`): also a result, aliased to this operand
+        /// ([`ResultKind::UpdatedTensor`]).
+        #[serde(default)]
+        updated: bool,
     },
     /// A compile-time attribute, an entry of the `backend_config` dictionary.
     Attribute {
@@ -277,6 +281,14 @@ pub enum ResultKind {
     /// The updated bytes of a `&mut` external, aliased to its operand.
     UpdatedExternal {
         /// The external parameter.
+        param: String,
+        /// The operand index it aliases.
+        operand: usize,
+    },
+    /// A tensor updated in place (`#[inout]`): the same buffer as its operand, when the host
+    /// aliases them (`output_operand_aliases`), with the operand's type.
+    UpdatedTensor {
+        /// The tensor parameter.
         param: String,
         /// The operand index it aliases.
         operand: usize,
@@ -461,6 +473,11 @@ impl OpSchema {
         let mut alias = b'a';
         for p in &self.params {
             match &p.kind {
+                ParamKind::Tensor { updated: true, .. } => {
+                    sep(&mut s);
+                    let _ = write!(s, "Tensor({}!) {}", alias as char, p.name);
+                    alias = alias.saturating_add(1);
+                }
                 ParamKind::Tensor { .. } => {
                     sep(&mut s);
                     let _ = write!(s, "Tensor {}", p.name);
@@ -509,7 +526,12 @@ impl OpSchema {
         let returned: Vec<&ResultSchema> = self
             .results
             .iter()
-            .filter(|r| !matches!(r.kind, ResultKind::UpdatedExternal { .. }))
+            .filter(|r| {
+                !matches!(
+                    r.kind,
+                    ResultKind::UpdatedExternal { .. } | ResultKind::UpdatedTensor { .. }
+                )
+            })
             .collect();
         match returned.len() {
             0 => s.push_str("()"),

@@ -42,6 +42,34 @@ class Eager(unittest.TestCase):
         self.assertEqual(LIB.unpack("example::Counter", state), {"calls": 2, "total": 6.0})
         self.assertEqual(y.tolist(), [3.0, 4.0])
 
+    def test_tensors_updated_in_place(self):
+        """`#[inout]` tensors are mutated arguments (`Tensor(a!)` in the schema): the call
+        returns nothing and leaves the new values in the caller's tensors, eager and compiled."""
+        self.assertIn("Tensor(a!) x", str(ops.example.scale_in_place.default._schema))
+        x = torch.arange(6.0).reshape(2, 3)
+        want, ptr = x * 2, x.data_ptr()
+        self.assertIsNone(ops.example.scale_in_place(x, factor=2.0))
+        self.assertTrue(torch.equal(x, want))
+        self.assertEqual(x.data_ptr(), ptr)
+        counts = torch.zeros(4, dtype=torch.int64)
+        total = torch.tensor(0.25, dtype=torch.float64)
+        ops.example.histogram_add(torch.tensor([0.5, 1.5, 1.6, 9.0]), counts, total, lo=0.0, hi=4.0)
+        self.assertEqual(counts.tolist(), [1, 2, 0, 0])
+        self.assertEqual(total.item(), 0.25 + 0.5 + 1.5 + float(torch.tensor(1.6)))
+
+        def step(cache, row):
+            ops.example.cache_write(cache, row, at=1)
+            return cache * 1
+
+        cache = torch.zeros(3, 2)
+        got = torch.compile(step, fullgraph=True)(cache, torch.tensor([4.0, 5.0]))
+        want = torch.tensor([[0.0, 0.0], [4.0, 5.0], [0.0, 0.0]])
+        self.assertTrue(torch.equal(got, want))
+        self.assertTrue(torch.equal(cache, want))
+        with self.assertRaisesRegex(ct.KernelError, r"row 7 is outside 0\.\.3"):
+            ops.example.cache_write(cache, torch.zeros(2), at=7)
+        self.assertTrue(torch.equal(cache, want))
+
     def test_backward_through_an_op_raises_naming_it(self):
         cfg = LIB.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5,
                                                  "mode": "ScaleShift"})

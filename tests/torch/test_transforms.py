@@ -34,7 +34,8 @@ def to_torch(a: np.ndarray) -> torch.Tensor:
     name = a.dtype.name
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         return torch.from_numpy(a.astype(np.float32)).to(getattr(torch, name))
-    return torch.from_numpy(np.ascontiguousarray(a))
+    # (np.ascontiguousarray would make a 0-d array 1-d.)
+    return torch.from_numpy(np.array(a, order="C"))
 
 
 def torch_attrs(attrs):
@@ -184,16 +185,24 @@ class Vmap(unittest.TestCase):
                 in_dims = tuple(0 if i in call.batched else None for i in range(len(batch)))
                 args = [to_torch(b) for b in batch]
                 state = [a.clone() for a in args]
-                got = as_list(torch.func.vmap(lambda *a: op(*a, **attrs), in_dims=in_dims)(*args))
-                loop = [as_list(op(*[a[k] if i in call.batched else a
-                                     for i, a in enumerate(state)], **attrs))
+                sch = LIB.library.op(call.op).schema
+                # An `#[inout]` tensor is updated, not returned: compared as the call left it.
+                updated = [i for i, p in enumerate(sch.operands) if getattr(p, "updated", False)]
+
+                def run(*a):
+                    out = op(*a, **attrs)
+                    return (*([] if out is None else as_list(out)), *(a[i] for i in updated))
+
+                got = as_list(torch.func.vmap(run, in_dims=in_dims)(*args))
+                loop = [run(*[a[k] if i in call.batched else a for i, a in enumerate(state)])
                         for k in range(3)]
                 # As many outputs as the loop's calls give, and as the schema declares (torch
-                # updates a `&mut` external in place rather than returning its new bytes).
+                # updates a `&mut` external and an `#[inout]` tensor in place rather than
+                # returning them).
                 self.assertEqual(len(got), len(loop[0]), call.op)
-                returned = [r for r in LIB.library.op(call.op).schema.results
-                            if r.kind != "updated_external"]
-                self.assertEqual(len(got), len(returned), call.op)
+                returned = [r for r in sch.results
+                            if r.kind not in ("updated_external", "updated_tensor")]
+                self.assertEqual(len(got), len(returned) + len(updated), call.op)
                 for r, g in enumerate(got):
                     self.assertTrue(torch.equal(g, torch.stack([one[r] for one in loop])),
                                     (call.op, r))

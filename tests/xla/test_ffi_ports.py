@@ -1,7 +1,8 @@
-"""What JAX's own FFI examples check on CPU, for customop ports of their handlers (declared here
-in Rust, `examples/kernels/src/attributes.rs`): array and dictionary attributes with their
-error cases, through `lib.ops`, under `jax.jit`, and through a raw `jax.ffi.ffi_call` of the
-op's target (XLA passes the attributes as it will for any caller).
+"""What JAX's own FFI examples check on CPU, for customop ports of their handlers (declared in
+Rust, `examples/kernels/src/attributes.rs` and `in_place.rs`): array and dictionary attributes
+with their error cases; tensors updated in place (an array and a scalar), aliased, donated
+without a copy; through `lib.ops`, under `jax.jit` (cross-checked by the Rust runner in the
+suite), and through a raw `jax.ffi.ffi_call` of the op's target.
 
 Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
      target/xla-venv/bin/python -m unittest tests/xla/test_ffi_ports.py
@@ -14,7 +15,7 @@ import jax
 import numpy as np
 
 from customop.schema import SchemaError
-from customop.xla import Library
+from customop.xla import Library, NoGradientError, crosscheck
 
 jax.config.update("jax_enable_x64", True)
 
@@ -102,6 +103,77 @@ class ArrayAttributes(unittest.TestCase):
                 array=np.arange(3, dtype=np.int64))
         with self.assertRaisesRegex(SchemaError, r"`array`"):
             OPS.array_attr(array=[1.5])
+
+
+class InPlace(unittest.TestCase):
+    def test_values_and_the_input_left_alone_without_donation(self):
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        for call in (lambda x: OPS.scale_in_place(x, factor=2.5),
+                     crosscheck.jit(PATH, lambda x: OPS.scale_in_place(x, factor=2.5))):
+            xa = jax.numpy.asarray(x)
+            np.testing.assert_array_equal(np.asarray(call(xa)), x * np.float32(2.5))
+            # Not donated: XLA copied it into the result first; the caller's array is intact.
+            np.testing.assert_array_equal(np.asarray(xa), x)
+
+    def test_a_donated_buffer_is_updated_without_a_copy(self):
+        cache = jax.numpy.zeros((8, 4), np.float32)
+        at = cache.unsafe_buffer_pointer()
+        write = jax.jit(lambda c, r: OPS.cache_write(c, r, at=5), donate_argnums=0)
+        out = write(cache, np.full(4, 7.0, np.float32))
+        self.assertEqual(out.unsafe_buffer_pointer(), at)
+        self.assertTrue(cache.is_deleted())
+        want = np.zeros((8, 4), np.float32)
+        want[5] = 7.0
+        np.testing.assert_array_equal(np.asarray(out), want)
+        # Again, on the result: the same buffer each step, as a KV cache is used.
+        out2 = jax.jit(lambda c, r: OPS.cache_write(c, r, at=0), donate_argnums=0)(
+            out, np.ones(4, np.float32))
+        self.assertEqual(out2.unsafe_buffer_pointer(), at)
+        want[0] = 1.0
+        np.testing.assert_array_equal(np.asarray(out2), want)
+
+    def test_an_array_and_a_scalar_in_place(self):
+        x = np.array([0.1, 0.5, 0.95, 2.0, -1.0, 0.5], np.float32)
+        counts = np.array([10, 0, 0, 0], np.int64)
+        total = np.array(1.0, np.float64)
+        f = crosscheck.jit(PATH, lambda x, c, t: OPS.histogram_add(x, c, t, lo=0.0, hi=1.0))
+        c, t = f(x, counts, total)
+        np.testing.assert_array_equal(np.asarray(c), [11, 0, 2, 1])
+        inside = x[(x >= 0) & (x < 1)].astype(np.float64)
+        self.assertEqual(float(t), 1.0 + float(np.sum(inside)))
+        self.assertEqual(np.asarray(t).shape, ())
+
+    def test_through_a_raw_ffi_call_with_and_without_aliases(self):
+        x = np.arange(4, dtype=np.float32)
+        out = jax.ShapeDtypeStruct((4,), np.float32)
+        for aliases in ({0: 0}, None):
+            got = jax.ffi.ffi_call(LIB.target("example::scale_in_place"), out,
+                                   input_output_aliases=aliases)(x, factor=np.float32(4.0))
+            np.testing.assert_array_equal(np.asarray(got), x * 4)
+
+    def test_vmap_updates_each_row(self):
+        xs = np.arange(12, dtype=np.float32).reshape(3, 4)
+        got = jax.vmap(lambda x: OPS.scale_in_place(x, factor=0.5))(xs)
+        np.testing.assert_array_equal(np.asarray(got), xs * 0.5)
+
+    def test_undeclared_aliasing_is_still_refused(self):
+        """An op that does not update `x` in place, called with its output aliased to `x`:
+        the handler refuses the overlap before the kernel runs."""
+        x = np.array([1.0, 4.0, 9.0], np.float32)
+        with self.assertRaisesRegex(Exception, r"\[overlap\].*overlaps an input buffer"):
+            jax.ffi.ffi_call(LIB.target("example::checked_sqrt"),
+                             jax.ShapeDtypeStruct((3,), np.float32),
+                             input_output_aliases={0: 0})(x)
+
+    def test_a_shape_the_op_does_not_take_is_refused(self):
+        with self.assertRaisesRegex(Exception, r"\[wrong_rank\]"):
+            OPS.cache_write(np.zeros(4, np.float32), np.zeros(4, np.float32), at=0)
+        with self.assertRaisesRegex(Exception, r"row 9 is outside 0\.\.2"):
+            OPS.cache_write(np.zeros((2, 3), np.float32), np.zeros(3, np.float32), at=9)
+
+    def test_no_derivative_through_an_update_in_place(self):
+        with self.assertRaisesRegex(NoGradientError, "scale_in_place"):
+            jax.grad(lambda x: OPS.scale_in_place(x, factor=2.0).sum())(np.ones(3, np.float32))
 
 
 if __name__ == "__main__":

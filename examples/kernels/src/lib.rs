@@ -10,6 +10,7 @@ pub use customop_example_kernel_lib::affine;
 
 pub mod attributes;
 pub mod derivatives;
+pub mod in_place;
 pub mod parallel;
 pub mod state;
 

@@ -65,6 +65,21 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         ));
     }
 
+    if let (Some(inout), Some(rule)) = (
+        op.params
+            .iter()
+            .find(|p| matches!(p.kind, Kind::Tensor { inout: true, .. })),
+        op.vjp.or(op.jvp),
+    ) {
+        cx.error_spanned_by(
+            rule,
+            format!(
+                "an op that updates `{}` in place (`#[inout]`) declares no derivative: its input \
+                 is gone when a backward or tangent op would read it",
+                inout.ident
+            ),
+        );
+    }
     let mut state_seen = false;
     let mut attrs_seen = false;
     for p in &op.params {
@@ -168,6 +183,17 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                     &entry.param,
                     format!(
                         "`partition` names `{}`, which is not a parameter of this op",
+                        entry.param
+                    ),
+                );
+                continue;
+            }
+            Some(Kind::Tensor { inout: true, .. }) => {
+                cx.error_spanned_by(
+                    &entry.param,
+                    format!(
+                        "`{}` is updated in place (`#[inout]`): its result is its own buffer, \
+                         which `partition` cannot split apart from it; leave it out (replicated)",
                         entry.param
                     ),
                 );

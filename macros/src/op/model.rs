@@ -65,6 +65,8 @@ pub(crate) enum Kind<'a> {
     Tensor {
         elem: Elem<'a>,
         rank: Option<usize>,
+        /// `#[inout] x: TensorMut<'_, T>`: also a result, aliased to the operand.
+        inout: bool,
     },
     Output {
         elem: Elem<'a>,
@@ -369,6 +371,7 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
         pa.state.is_some(),
         pa.out.is_some(),
         pa.attrs.is_some(),
+        pa.inout.is_some(),
     ];
     if marks.iter().filter(|m| **m).count() > 1 {
         let span = pa
@@ -378,8 +381,8 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
             .unwrap_or_else(|| ty.span());
         return invalid(
             span,
-            "a parameter is one of: a tensor, `#[external]`, `#[attr]`, `#[attrs]`, `#[state]` or \
-             `#[out]`, not several"
+            "a parameter is one of: a tensor, `#[inout]`, `#[external]`, `#[attr]`, `#[attrs]`, \
+             `#[state]` or `#[out]`, not several"
                 .into(),
         );
     }
@@ -431,6 +434,22 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     }
     let seg = last_segment(ty);
     let kind = seg.map(|s| s.ident.to_string());
+    if let Some(span) = pa.inout {
+        return match (kind.as_deref(), seg.map(tensor_parts)) {
+            (Some("TensorMut"), Some(Ok((elem, rank)))) => Kind::Tensor {
+                elem,
+                rank,
+                inout: true,
+            },
+            (Some("TensorMut"), Some(Err((s, m)))) => invalid(s, m),
+            _ => invalid(
+                span,
+                "`#[inout]` goes on a `TensorMut<'_, T>` parameter: a tensor the op updates in \
+                 place (an input and a result in one buffer)"
+                    .into(),
+            ),
+        };
+    }
     match (kind.as_deref(), &pa.out) {
         (Some("TensorMut"), Some((out_span, shape))) => match seg.map(tensor_parts) {
             Some(Ok((elem, rank))) => match shape
@@ -452,10 +471,16 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
         },
         (Some("TensorMut"), None) => invalid(
             ty.span(),
-            "a `TensorMut` parameter is an output: mark it `#[out(shape = [...])]` with its shape rule".into(),
+            "a `TensorMut` parameter is an output, `#[out(shape = [...])]` with its shape rule, or a \
+             tensor updated in place, `#[inout]`"
+                .into(),
         ),
         (Some("TensorRef"), None) => match seg.map(tensor_parts) {
-            Some(Ok((elem, rank))) => Kind::Tensor { elem, rank },
+            Some(Ok((elem, rank))) => Kind::Tensor {
+                elem,
+                rank,
+                inout: false,
+            },
             Some(Err((s, m))) => invalid(s, m),
             None => invalid(ty.span(), "unsupported parameter type".into()),
         },

@@ -263,13 +263,15 @@ pub(crate) struct ParamAttrs {
     pub(crate) state: Option<Span>,
     /// `#[attrs]`: the dictionary of all the call's attributes.
     pub(crate) attrs: Option<Span>,
+    /// `#[inout]`: a tensor updated in place.
+    pub(crate) inout: Option<Span>,
     /// `#[out(...)]`: its span and the `shape = ...` expression, if given.
     pub(crate) out: Option<(Span, Option<syn::Expr>)>,
     /// `shape = ...` is written, maybe with a value that failed to parse (already reported).
     pub(crate) shape_written: bool,
 }
 
-const PARAM_ATTRS: &[&str] = &["external", "attr", "attrs", "state", "out"];
+const PARAM_ATTRS: &[&str] = &["external", "attr", "attrs", "inout", "state", "out"];
 
 /// Takes `#[external]`, `#[attr]`, `#[state]` and `#[out(...)]` off the parameters (even when they fail to
 /// parse, with the error recorded) and returns the function to re-emit and the attributes.
@@ -308,6 +310,7 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                 "attr" => pa.attr.replace(span).is_some(),
                 "state" => pa.state.replace(span).is_some(),
                 "attrs" => pa.attrs.replace(span).is_some(),
+                "inout" => pa.inout.replace(span).is_some(),
                 _ => {
                     let mut shape = Attr::none("`out` option", "shape");
                     if !matches!(a.meta, syn::Meta::Path(_)) {

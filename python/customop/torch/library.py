@@ -14,7 +14,7 @@ import torch
 
 from ..eager import Handlers, HostBuffer
 from ..library import KernelLibrary
-from ..manifest import ElementType, OpEntry, OpSchema, UpdatedExternal
+from ..manifest import UPDATED, ElementType, OpEntry, OpSchema, UpdatedExternal
 from ..schema import ResultSpec, SchemaError, backend_config, operand_names, result_specs
 from .autograd import autograd_kernel
 from .native import (AS_TENSOR, NativeRegistrar, NativeUnavailable, adapter,
@@ -233,8 +233,8 @@ class TorchLibrary:
         _, specs = self._specs(sch, args, kwargs)
         device = args[0].device if args else None
         outs = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype), device=device)
-                for s in specs if s.kind != UpdatedExternal.kind]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+                for s in specs if s.kind not in {u.kind for u in UPDATED}]
+        return _returned(outs)
 
     def _eager(self, op: OpEntry, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         sch = op.schema
@@ -275,16 +275,27 @@ class TorchLibrary:
 
 def _write_back(sch: OpSchema, names: list[str], args: Sequence[torch.Tensor],
                 results: Sequence[torch.Tensor]) -> Any:
-    """Copies each updated external's new state into its operand (the schema's `Tensor(a!)`)
-    and returns the other results, as torch expects them: one tensor, or a tuple."""
+    """Copies each updated external's new state, and each `#[inout]` tensor's new values, into
+    its operand (the schema's `Tensor(a!)`) and returns the other results, as torch expects
+    them: one tensor, or a tuple."""
     returned = []
     for spec, r in zip(sch.results, results):
         if isinstance(spec, UpdatedExternal):
             target = args[names.index(spec.param)]
             target.copy_(r.view(target.dtype))
+        elif isinstance(spec, UPDATED):
+            args[names.index(spec.param)].copy_(r)
         else:
             returned.append(r)
-    return returned[0] if len(returned) == 1 else tuple(returned)
+    return _returned(returned)
+
+
+def _returned(outs: list[torch.Tensor]) -> Any:
+    """What a kernel returns to torch: None for no result (an op that only updates its
+    arguments, `-> ()`), the tensor for one, a tuple for several."""
+    if not outs:
+        return None
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _as_bytes(t: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..batching import batching_rule
-from ..manifest import OpSchema, TensorParam, UpdatedExternal
+from ..manifest import UPDATED, OpSchema, TensorParam
 
 __all__ = ["vmap_rule"]
 
@@ -21,7 +21,7 @@ def vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
     rule = batching_rule(sch)
     kinds = [isinstance(p, TensorParam) for p in sch.operands]
     n_operands = len(kinds)
-    returned = sum(1 for r in sch.results if not isinstance(r, UpdatedExternal))
+    returned = sum(1 for r in sch.results if not isinstance(r, UPDATED))
 
     def vmap(info: Any, in_dims: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
         size = info.batch_size
@@ -35,7 +35,7 @@ def vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
             out = op(*one, *args[n_operands:], **kwargs)
             device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
             outs = [torch.empty((0, *r.shape), dtype=r.dtype, device=device)
-                    for r in (list(out) if isinstance(out, tuple) else [out])]
+                    for r in _listed(out)]
         elif rule == "rows" and not externals_batched:
             flat = []
             for a, d, tensor in zip(args, dims, kinds):
@@ -44,17 +44,27 @@ def vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
                     a = a.reshape(size * a.shape[1], *a.shape[2:])
                 flat.append(a)
             out = op(*flat, *args[n_operands:], **kwargs)
-            outs = list(out) if isinstance(out, tuple) else [out]
+            outs = _listed(out)
             outs = [r.reshape(size, r.shape[0] // size, *r.shape[1:]) for r in outs]
         else:
             per = []
             for b in range(size):
                 one = [a.select(d, b) if d is not None else a for a, d in zip(args, dims)]
                 out = op(*one, *args[n_operands:], **kwargs)
-                per.append(list(out) if isinstance(out, tuple) else [out])
+                per.append(_listed(out))
             outs = [torch.stack([p[k] for p in per]) for k in range(returned)]
+        if returned == 0:
+            # An op that only updates its arguments in place (each row's, by its own call).
+            return None, None
         if returned == 1:
             return outs[0], 0
         return tuple(outs), tuple(0 for _ in outs)
 
     return vmap
+
+
+def _listed(out: Any) -> list[Any]:
+    """An op's results as a list: none (None), one, or a tuple's."""
+    if out is None:
+        return []
+    return list(out) if isinstance(out, tuple) else [out]

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..batching import batching_rule
 from ..library import KernelLibrary
-from ..manifest import ExternalParam, TensorParam
+from ..manifest import ExternalParam, TensorParam, UpdatedTensor
 from ..schema import checked_attrs, operand_names, result_specs
 from .derivatives import NoForwardRuleError, NoGradientError, tangent_primitive, with_derivatives
 
@@ -237,8 +237,12 @@ def call_op(lib: KernelLibrary, name: str, *operands: Any, **attrs: Any) -> Any:
     operands, manual = _same_varying_axes(operands)
     results = [jax.ShapeDtypeStruct(spec.shape, spec.dtype.numpy_dtype, **manual)
                for spec in result_specs(sch, shapes, attrs, dtypes)]
+    # An `#[inout]` tensor's result is its operand's buffer: no copy where XLA can reuse it
+    # (a donated argument under jax.jit, an intermediate).
+    aliases = {r.operand: i for i, r in enumerate(sch.results) if isinstance(r, UpdatedTensor)}
     return jax.ffi.ffi_call(sch.target, results if len(results) != 1 else results[0],
-                            has_side_effect=sch.side_effect)(*operands, **attrs)
+                            has_side_effect=sch.side_effect,
+                            input_output_aliases=aliases or None)(*operands, **attrs)
 
 
 def _same_varying_axes(operands: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:

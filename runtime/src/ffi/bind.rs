@@ -298,6 +298,19 @@ impl<'c, 'f> Binder<'c, 'f> {
         )
     }
 
+    /// The next parameter, a tensor updated in place (`#[inout]`): a writable view of its
+    /// result, which holds the input's values (the same buffer where the host aliases them).
+    pub fn inout<T: Element, const RANK: usize>(&self) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        let (name, o) = self.operand(Want::Tensor)?;
+        let ret = self
+            .plan
+            .results
+            .iter()
+            .position(|r| matches!(r, ResultPlan::Updated { operand } if *operand == o))
+            .ok_or_else(|| self.mismatch(name, "a tensor updated in place"))?;
+        self.cx.inplace_view(o, ret, name)
+    }
+
     /// The op's `#[state]`: XLA's for this call site, or the process cache's.
     pub fn state<T: OpState>(&self) -> Result<StateRef<'f, T>, OpError> {
         super::state::get::<T>(self.cx)

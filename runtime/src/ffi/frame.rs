@@ -107,15 +107,15 @@ mod element_name_tests {
 }
 
 /// A raw buffer's facts, read from the frame.
-struct Raw<'f> {
-    dtype: i32,
-    data: *mut c_void,
-    dims: &'f [i64],
+pub(super) struct Raw<'f> {
+    pub(super) dtype: i32,
+    pub(super) data: *mut c_void,
+    pub(super) dims: &'f [i64],
 }
 
 impl<'f> CallCx<'f> {
     #[inline]
-    fn raw(&self, is_arg: bool, i: usize) -> Result<Raw<'f>, OpError> {
+    pub(super) fn raw(&self, is_arg: bool, i: usize) -> Result<Raw<'f>, OpError> {
         let (size, types, ptrs, buffer_type, what) = if is_arg {
             let a = &self.frame.args;
             (a.size, a.types, a.args, XLA_FFI_ARG_TYPE_BUFFER, "argument")
@@ -156,7 +156,12 @@ impl<'f> CallCx<'f> {
     }
 
     /// Checks element type and rank, and returns the data pointer and element count.
-    fn typed<T: Element>(&self, raw: &Raw<'f>, name: &str, rank: usize) -> Result<usize, OpError> {
+    pub(super) fn typed<T: Element>(
+        &self,
+        raw: &Raw<'f>,
+        name: &str,
+        rank: usize,
+    ) -> Result<usize, OpError> {
         if raw.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
             return Err(op_err(
                 self.op,
@@ -266,7 +271,10 @@ impl<'f> CallCx<'f> {
 
     /// The byte range (start, length) of every argument (`is_arg`) or result buffer, with its
     /// index.
-    fn buffer_ranges(&self, is_arg: bool) -> impl Iterator<Item = (usize, (usize, usize))> + '_ {
+    pub(super) fn buffer_ranges(
+        &self,
+        is_arg: bool,
+    ) -> impl Iterator<Item = (usize, (usize, usize))> + '_ {
         let (a, r) = self.counts();
         (0..if is_arg { a } else { r }).filter_map(move |i| {
             let raw = self.raw(is_arg, i).ok()?;
@@ -280,7 +288,7 @@ impl<'f> CallCx<'f> {
     }
 
     #[inline]
-    fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
+    pub(super) fn take(&self, i: usize, name: &str) -> Result<(), OpError> {
         if i >= 64 {
             return Err(op_err(
                 self.op,

@@ -12,6 +12,7 @@ mod bind;
 pub(crate) mod eager;
 mod entry;
 mod frame;
+mod inplace;
 pub mod state;
 pub(crate) mod table;
 

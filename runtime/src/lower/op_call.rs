@@ -47,7 +47,9 @@ pub fn call_op_with(
     for (&v, &p) in operands.iter().zip(&plan.operand_params) {
         let param = &schema.params[p];
         match &param.kind {
-            ParamKind::Tensor { dtype, rank } => check_operand(op, &param.name, v, dtype, *rank)?,
+            ParamKind::Tensor { dtype, rank, .. } => {
+                check_operand(op, &param.name, v, dtype, *rank)?
+            }
             ParamKind::External { descriptor, .. } => {
                 let size = descriptor.packed_size.map(|n| n as i64);
                 if v.element() != ElementType::U8
@@ -150,7 +152,13 @@ pub fn call_op_with(
         config.push((k, Attr::from(v)));
     }
     for &(_, o) in &plan.aliases {
-        f.mark_external_mutable(operands[o]);
+        // An updated external's entry argument says so; an `#[inout]` tensor is only aliased.
+        if matches!(
+            schema.params[plan.operand_params[o]].kind,
+            ParamKind::External { .. }
+        ) {
+            f.mark_external_mutable(operands[o]);
+        }
     }
     f.custom_call(CustomCall {
         target: &schema.target,

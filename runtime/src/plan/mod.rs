@@ -274,6 +274,21 @@ impl Plan {
                     aliases.push((ri, operand));
                     ResultPlan::Updated { operand }
                 }
+                ResultKind::UpdatedTensor { param, .. } => {
+                    let i = schema.params.iter().position(|p| &p.name == param);
+                    let operand = match i.map(|i| (&schema.params[i].kind, params[i])) {
+                        Some((ParamKind::Tensor { updated: true, .. }, ParamSlot::Operand(o))) => o,
+                        _ => {
+                            return Err(format!(
+                                "{}: result `{}` updates `{param}`, which is not an `#[inout]` \
+                                 tensor",
+                                schema.name, r.name
+                            ));
+                        }
+                    };
+                    aliases.push((ri, operand));
+                    ResultPlan::Updated { operand }
+                }
             });
         }
         Ok(Plan {
@@ -289,8 +304,10 @@ impl Plan {
 /// Fills in what follows from the plan: see [`OpDef::new`].
 fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
     for (r, rp) in schema.results.iter_mut().zip(&plan.results) {
-        if let (ResultKind::UpdatedExternal { operand, .. }, ResultPlan::Updated { operand: o }) =
-            (&mut r.kind, rp)
+        if let (
+            ResultKind::UpdatedExternal { operand, .. } | ResultKind::UpdatedTensor { operand, .. },
+            ResultPlan::Updated { operand: o },
+        ) = (&mut r.kind, rp)
         {
             *operand = *o;
         }

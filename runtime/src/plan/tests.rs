@@ -18,6 +18,7 @@ fn tensor(name: &str, rank: Option<usize>) -> ParamSchema {
         kind: ParamKind::Tensor {
             dtype: TensorDtype::Fixed(ElementType::F32),
             rank,
+            updated: false,
         },
     }
 }
@@ -132,6 +133,39 @@ fn operands_attributes_results_and_aliases_in_order() {
 }
 
 #[test]
+fn a_tensor_updated_in_place_is_aliased_to_its_operand() {
+    let mut x = tensor("x", Some(1));
+    if let ParamKind::Tensor { updated, .. } = &mut x.kind {
+        *updated = true;
+    }
+    let s = schema(
+        vec![tensor("w", None), x],
+        vec![
+            out("y", vec![dim_of("w", 0)]),
+            ResultSchema {
+                name: "x".into(),
+                kind: ResultKind::UpdatedTensor {
+                    param: "x".into(),
+                    operand: 0,
+                },
+            },
+        ],
+    );
+    let plan = Plan::new(&s).unwrap();
+    assert_eq!(plan.aliases, vec![(1, 1)]);
+    assert_eq!(plan.results[1], ResultPlan::Updated { operand: 1 });
+    let def = OpDef::new(s);
+    assert!(matches!(
+        def.schema().results[1].kind,
+        ResultKind::UpdatedTensor { operand: 1, .. }
+    ));
+    assert_eq!(
+        def.schema().schema_string(),
+        "t::op(Tensor w, Tensor(a!) x) -> Tensor"
+    );
+}
+
+#[test]
 fn inconsistent_schemas_are_errors_not_defaults() {
     let bad = [
         (
@@ -185,6 +219,19 @@ fn inconsistent_schemas_are_errors_not_defaults() {
                 }],
             ),
             "t::op: result `s` updates `s`, which is not a `&mut` external",
+        ),
+        (
+            schema(
+                vec![tensor("x", None)],
+                vec![ResultSchema {
+                    name: "x".into(),
+                    kind: ResultKind::UpdatedTensor {
+                        param: "x".into(),
+                        operand: 0,
+                    },
+                }],
+            ),
+            "t::op: result `x` updates `x`, which is not an `#[inout]` tensor",
         ),
     ];
     for (s, want) in bad {
@@ -261,6 +308,7 @@ fn one_type_per_type_parameter_in_a_call() {
                 allowed: vec![ElementType::F32, ElementType::F64],
             },
             rank: None,
+            updated: false,
         },
     };
     let s = schema(vec![var("x"), tensor("i", None), var("w")], vec![]);

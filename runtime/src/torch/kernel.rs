@@ -401,7 +401,12 @@ pub(crate) unsafe fn run(
                 let v = operands.get(*operand).ok_or_else(|| {
                     Failure::Schema(format!("{}: no operand {operand}", schema.name))
                 })?;
-                (ElementType::U8, v.dims.clone(), v.dtype)
+                // Packed bytes of a `&mut` external, or an `#[inout]` tensor's elements.
+                (
+                    v.element.unwrap_or(ElementType::U8),
+                    v.dims.clone(),
+                    v.dtype,
+                )
             }
         };
         let strides = contiguous_strides(&shape);

@@ -130,6 +130,9 @@ pub struct Frame {
     /// The attributes' names as raw bytes, in place of `attrs`' (to write one that is not
     /// UTF-8).
     pub raw_names: Option<Vec<Vec<u8>>>,
+    /// `(result, argument, byte offset)`: the result's data pointer is the argument's plus
+    /// the offset (XLA's aliasing, or a crafted overlap).
+    pub aliased: Vec<(usize, usize, usize)>,
 }
 
 struct Recorded {
@@ -165,6 +168,7 @@ impl Frame {
             stage: XLA_FFI_EXECUTION_STAGE_EXECUTE,
             null_arg_types: false,
             raw_names: None,
+            aliased: Vec::new(),
         }
     }
 
@@ -200,6 +204,10 @@ impl Frame {
                     dims: d,
                 });
             }
+        }
+        for &(r, a, offset) in &self.aliased {
+            // The argument's pointer plus an offset inside (or just past) its allocation.
+            ret_bufs[r].data = arg_bufs[a].data.cast::<u8>().wrapping_add(offset).cast();
         }
         let mut arg_types: Vec<i32> = self.args.iter().map(|b| b.kind).collect();
         let mut ret_types: Vec<i32> = self.rets.iter().map(|b| b.kind).collect();

@@ -16,8 +16,12 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         let id = &prm.ident;
         let at = prm.ty.span();
         match &prm.kind {
-            Kind::Tensor { .. } => {
+            Kind::Tensor { inout: false, .. } => {
                 binds.push(quote_spanned!(at=> let #id = __b.input()?;));
+                call_args.push(quote!(#id));
+            }
+            Kind::Tensor { inout: true, .. } => {
+                binds.push(quote_spanned!(at=> let #id = __b.inout()?;));
                 call_args.push(quote!(#id));
             }
             Kind::Output { .. } => {

@@ -49,11 +49,11 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
         }
     }
     let ty_of = |r: &Res<'_>| match r {
-        Res::Output(_) => quote!(#lw::Value),
+        Res::Output(_) | Res::InPlace(_) => quote!(#lw::Value),
         Res::Opaque(t) | Res::Updated(_, t) => quote!(#lw::DescriptorValue<#t>),
     };
     let take = |r: &Res<'_>| match r {
-        Res::Output(_) => quote!(__r.value()),
+        Res::Output(_) | Res::InPlace(_) => quote!(__r.value()),
         Res::Opaque(_) | Res::Updated(..) => quote!(__r.desc()),
     };
     let (ret_ty, ret_items, ret_expr) = match results {
@@ -68,7 +68,7 @@ pub(super) fn expand_lowering(op: &Op<'_>, p: &TokenStream, results: &[Res<'_>])
                 .iter()
                 .map(|r| match r {
                     Res::Output(prm) => prm.ident.clone(),
-                    Res::Updated(id, _) => (*id).clone(),
+                    Res::Updated(id, _) | Res::InPlace(id) => (*id).clone(),
                     Res::Opaque(_) => format_ident!("result"),
                 })
                 .collect();

@@ -38,6 +38,8 @@ enum Res<'a> {
     Output(&'a Param<'a>),
     Opaque(&'a syn::Type),
     Updated(&'a Ident, &'a syn::Type),
+    /// An `#[inout]` tensor's result (after every other result).
+    InPlace(&'a Ident),
 }
 
 fn results<'a>(op: &'a Op<'a>) -> Vec<Res<'a>> {
@@ -58,6 +60,11 @@ fn results<'a>(op: &'a Op<'a>) -> Vec<Res<'a>> {
         } = p.kind
         {
             out.push(Res::Updated(&p.ident, inner));
+        }
+    }
+    for p in &op.params {
+        if let Kind::Tensor { inout: true, .. } = p.kind {
+            out.push(Res::InPlace(&p.ident));
         }
     }
     out

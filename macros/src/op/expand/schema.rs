@@ -53,9 +53,9 @@ pub(super) fn expand_schema(
     let params = op.params.iter().filter_map(|prm| {
         let pname = prm.ident.to_string();
         Some(match &prm.kind {
-            Kind::Tensor { elem, rank } => {
+            Kind::Tensor { elem, rank, inout } => {
                 let rank = option_usize(rank);
-                match op.var_of(elem.ty) {
+                let param = match op.var_of(elem.ty) {
                     Some(v) => {
                         let (var, allowed) = var_types(p, v);
                         quote!(#p::tensor_param_var(#pname, #var, #allowed, #rank))
@@ -64,6 +64,11 @@ pub(super) fn expand_schema(
                         let e = element(p, elem.ty);
                         quote!(#p::tensor_param(#pname, #e, #rank))
                     }
+                };
+                if *inout {
+                    quote!(#p::in_place(#param))
+                } else {
+                    param
                 }
             }
             Kind::External { inner, mutable, .. } => {
@@ -123,6 +128,10 @@ pub(super) fn expand_schema(
         Res::Updated(id, _) => {
             let rname = id.to_string();
             quote!(#p::updated_external(#rname))
+        }
+        Res::InPlace(id) => {
+            let rname = id.to_string();
+            quote!(#p::updated_tensor(#rname))
         }
     });
     let partition = match op.partition {

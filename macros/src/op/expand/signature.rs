@@ -20,7 +20,9 @@ pub(super) fn expand_signature(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         let name = prm.ident.to_string();
         let none = String::new;
         let (role, dt, rank, shape_of, ty) = match &prm.kind {
-            Kind::Tensor { elem, rank } => (quote!(Input), dtype(elem.ty), *rank, none(), none()),
+            Kind::Tensor { elem, rank, .. } => {
+                (quote!(Input), dtype(elem.ty), *rank, none(), none())
+            }
             Kind::Output {
                 elem, shape, rank, ..
             } => {
