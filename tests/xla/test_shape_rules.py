@@ -87,6 +87,10 @@ CASES = [
     (KERNELS, "example::pool_probe", {"x": (8,)}, {"panic_at": -1}),
     (KERNELS, "example::sum_squares", {"x": (3, 4)}, {}),
     (KERNELS, "example::layer_norm_par", {"x": (3, 5), "w": (5,), "b": (5,)}, {"eps": 1e-5}),
+    # Tensors updated in place: the result is the operand's shape.
+    (KERNELS, "example::histogram_add", {"x": (5,), "counts": (4,), "total": ()},
+     {"lo": 0.0, "hi": 8.0}),
+    (KERNELS, "example::cache_write", {"cache": (3, 2), "row": (2,)}, {"at": 1}),
     # A `#[state]` parameter is not an operand.
     (KERNELS, "example::windowed", {"x": (2, 3)}, {"n": 4}),
 ]
@@ -189,7 +193,7 @@ class ShapeRules(unittest.TestCase):
                     covered.add(r.kind)
         self.assertTrue(kinds <= covered, "rule kinds without a case: %s" % (kinds - covered))
         self.assertTrue({ShapeOf.__name__, DimOf.__name__, ExprDim.__name__, "opaque",
-                         "updated_external"} <= covered)
+                         "updated_external", "updated_tensor"} <= covered)
 
     def test_const_dims_and_bad_rules(self):
         # ConstDim beside another rule: the evaluation on a schema made here.
