@@ -26,8 +26,9 @@ from . import shape
 from .elements import BYTES, PRED, ElementKind, ElementType, ElementTypes, numpy_dtype
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
-from .params import (AttributeParam, AttributesParam, AttrType, ConstDim, DimOf, DimRule, DtypeVar, ExprDim,
-                     ExternalParam, FactorDims, OpaqueResult, Param, PartitionRule, Result,
+from .params import (AttributeParam, AttributesParam, AttrType, ConstDim, DimOf, DimRule, DimsOf,
+                     DtypeVar, ExprDim, ExternalParam, FactorDims, OpaqueResult, Param,
+                     PartitionRule, Result,
                      ShapeOf, TensorParam, TensorResult, UpdatedExternal, UpdatedTensor,
                      UPDATED)
 
@@ -37,7 +38,7 @@ __all__ = [
     "FieldType", "Field", "Layout",
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
     "Param",
-    "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
+    "ConstDim", "DimOf", "ShapeOf", "DimsOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "UpdatedTensor", "UPDATED", "Result",
     "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "OpSchema", "OpEntry", "Manifest",
 ]
@@ -283,6 +284,10 @@ def _dim_rule(j: Json, where: str) -> DimRule:
         return DimOf(str(json_field(j, "param", where)), int(json_field(j, "dim", where)))
     if kind == "shape_of":
         return ShapeOf(str(json_field(j, "param", where)))
+    if kind == "dims_of":
+        stop = j.get("stop")
+        return DimsOf(str(json_field(j, "param", where)), int(json_field(j, "start", where)),
+                      None if stop is None else int(stop))
     if kind == "expr":
         try:
             expr = shape.parse(json_field(j, "expr", where), where)

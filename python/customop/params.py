@@ -14,7 +14,7 @@ from .layout import Layout
 __all__ = [
     "AttrType", "DtypeVar", "TensorParam", "AttributeParam", "AttributesParam", "ExternalParam",
     "Param",
-    "ConstDim", "DimOf", "ShapeOf", "ExprDim", "DimRule",
+    "ConstDim", "DimOf", "ShapeOf", "DimsOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "UpdatedTensor", "UPDATED", "Result",
     "FactorDims", "PartitionRule",
 ]
@@ -106,6 +106,28 @@ class ShapeOf:
 
 
 @dataclass(frozen=True)
+class DimsOf:
+    """A run of tensor parameter `param`'s dimensions, `..x.dims(start..stop)`: Python's
+    `shape[start:stop]` (negative bounds from the rank, `stop` None the rank), except that a
+    bound outside the rank is an error, never clamped (`bounds`)."""
+    param: str
+    start: int
+    stop: int | None
+    kind: ClassVar[str] = "dims_of"
+
+    def bounds(self, rank: int) -> tuple[int, int] | None:
+        """The dimensions `[s, e)` it takes of a rank-`rank` input, or None (out of range)."""
+        def norm(v: int) -> int:
+            return rank + v if v < 0 else v
+        s, e = norm(self.start), rank if self.stop is None else norm(self.stop)
+        return (s, e) if 0 <= s <= e <= rank else None
+
+    def text(self) -> str:
+        return "..%s.dims(%s..%s)" % (self.param, self.start or "",
+                                      "" if self.stop is None else self.stop)
+
+
+@dataclass(frozen=True)
 class ExprDim:
     """An output dimension computed by a shape expression (`customop.shape`), with its text as
     the declaration wrote it: `(x.dim(1) + 2 * pad - k) / stride + 1`."""
@@ -114,7 +136,7 @@ class ExprDim:
     kind: ClassVar[str] = "expr"
 
 
-DimRule = ConstDim | DimOf | ShapeOf | ExprDim
+DimRule = ConstDim | DimOf | ShapeOf | DimsOf | ExprDim
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from .manifest import (AttributeParam, ConstDim, DimOf, DtypeVar, ElementType, ExprDim,
+from .manifest import (AttributeParam, ConstDim, DimOf, DimsOf, DtypeVar, ElementType, ExprDim,
                        OpaqueResult, OpSchema, ShapeOf, TensorParam, TensorResult)
 from .shape import Dim, Env, Lit, ShapeExprError, as_int, eval_size
 
@@ -84,6 +84,16 @@ def result_specs(schema: OpSchema, shapes: Mapping[str, Sequence[int]],
             for i, rule in enumerate(r.shape):
                 if isinstance(rule, ShapeOf):
                     dims.extend(shapes[rule.param])
+                    continue
+                if isinstance(rule, DimsOf):
+                    of = tuple(shapes[rule.param])
+                    b = rule.bounds(len(of))
+                    if b is None:
+                        raise SchemaError("%s: output `%s`: `%s` of a rank-%d `%s` has no value "
+                                          "(`%s` is %s)" % (schema.name, r.name, rule.text(),
+                                                            len(of), rule.param, rule.param,
+                                                            list(of)))
+                    dims.extend(of[b[0]:b[1]])
                     continue
                 expr = (Lit(rule.size) if isinstance(rule, ConstDim)
                         else Dim(rule.param, rule.dim) if isinstance(rule, DimOf) else rule.expr)

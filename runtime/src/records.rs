@@ -202,6 +202,15 @@ pub fn shape_of(param: &str) -> DimRule {
     }
 }
 
+/// A run of tensor `param`'s dimensions, `..param.dims(start..stop)`.
+pub fn dims_of(param: &str, start: i64, stop: Option<i64>) -> DimRule {
+    DimRule::DimsOf {
+        param: param.to_string(),
+        start,
+        stop,
+    }
+}
+
 /// The result that carries the new bytes of `&mut` external `param` (its operand index is
 /// filled in by [`OpDef::new`](crate::plan::OpDef::new)). For generated code.
 pub fn updated_external(param: &str) -> ResultSchema {

@@ -317,6 +317,18 @@ pub enum DimRule {
         /// The parameter.
         param: String,
     },
+    /// A run of tensor parameter `param`'s dimensions, `..x.dims(start..stop)`, for an input of
+    /// any rank: as Python slices `x.shape[start:stop]` (a negative bound counts from the
+    /// rank; `stop` absent is the rank), except that a bound outside the rank is an error, not
+    /// clamped. `[..x.dims(..-1)]` is `x.shape[:-1]`.
+    DimsOf {
+        /// The parameter.
+        param: String,
+        /// The first dimension.
+        start: i64,
+        /// One past the last dimension (`None`: the rank).
+        stop: Option<i64>,
+    },
     /// A computed size: an expression over tensor dimensions, integer attributes, lengths of
     /// array attributes and literals (`(x.dim(1) + 2 * pad - k) / stride + 1`). In JSON, the
     /// expression as a tree (`{"op": "add", "lhs": ..., "rhs": ...}`, leaves `{"op": "lit",
@@ -357,7 +369,7 @@ impl DimRule {
                 dim: *dim,
             }),
             DimRule::Expr { expr, .. } => Some(expr.clone()),
-            DimRule::ShapeOf { .. } => None,
+            DimRule::ShapeOf { .. } | DimRule::DimsOf { .. } => None,
         }
     }
 }

@@ -12,6 +12,13 @@
 //! Arithmetic is on `i64`, checked: an overflow or a division by zero is an [`EvalError`],
 //! never a panic or a wrapped value. `/` and `%` truncate toward zero (as Rust's do);
 //! `ceil_div(a, b)` rounds the exact quotient up.
+//!
+//! An output whose rank follows an input's spreads a run of that input's dimensions
+//! (`[..x.dims(..-1), k]`): [`run_bounds`] reads the run, for the macros and the runtime alike.
+
+mod run;
+
+pub use run::run_bounds;
 
 use core::fmt;
 

@@ -22,6 +22,7 @@ import torch._dynamo  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "xla"))
 import samples  # noqa: E402
 import customop.torch as ct  # noqa: E402
+from customop.schema import SchemaError  # noqa: E402
 
 LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
               native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
@@ -222,6 +223,54 @@ class Vmap(unittest.TestCase):
         self.assertEqual(got.shape, (0, 4, 6))
         got = torch.func.vmap(lambda x: ops.example.checked_sqrt(x))(torch.zeros(0, 3))
         self.assertEqual(got.shape, (0, 3))
+
+
+class AnyRank(unittest.TestCase):
+    """`example::rms_norm_nd` and `rms_norm_fwd` on ranks 1 to 4: values against the same
+    function in torch, gradcheck of the declared backward, vmap, and one compiled graph for
+    any leading dimensions (the residual's shape, `x.shape[:-1]`, taken on SymInts)."""
+    EPS = float(torch.tensor(1e-5, dtype=torch.float32))
+    SHAPES = [(5,), (3, 5), (2, 3, 5), (2, 1, 3, 4)]
+
+    def ref(self, x):
+        return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + self.EPS)
+
+    def test_values_gradients_and_vmap_on_ranks_1_to_4(self):
+        g = torch.Generator().manual_seed(7)
+        for shape in self.SHAPES:
+            with self.subTest(shape=shape):
+                x = torch.randn(*shape, dtype=torch.float64, generator=g, requires_grad=True)
+                torch.testing.assert_close(ops.example.rms_norm_nd(x, eps=1e-5), self.ref(x),
+                                           rtol=1e-13, atol=1e-14)
+                y, res = ops.example.rms_norm_fwd(x.detach(), eps=1e-5)
+                self.assertEqual(tuple(res.shape), shape[:-1])
+                torch.testing.assert_close(
+                    res, 1 / torch.sqrt((x.detach() ** 2).mean(-1) + self.EPS), rtol=1e-13,
+                    atol=0)
+                self.assertTrue(torch.autograd.gradcheck(
+                    lambda x: ops.example.rms_norm_nd(x, eps=1e-5), (x,)))
+                xs = torch.stack([x.detach(), 2 * x.detach() + 1])
+                got = torch.func.vmap(lambda x: ops.example.rms_norm_fwd(x, eps=1e-5))(xs)
+                self.assertEqual(tuple(got[1].shape), (2, *shape[:-1]))
+                torch.testing.assert_close(got[0], self.ref(xs), rtol=1e-13, atol=1e-14)
+
+    def test_rank_0_is_refused_by_name(self):
+        with self.assertRaisesRegex(SchemaError, r"`\.\.x\.dims\(\.\.-1\)` of a rank-0 `x`"):
+            ops.example.rms_norm_fwd(torch.tensor(1.0), eps=1e-5)
+
+    def test_one_compiled_graph_for_any_leading_dimensions(self):
+        from torch._dynamo.testing import CompileCounterWithBackend
+
+        f = lambda x: ops.example.rms_norm_fwd(x, eps=1e-5)[1].cos()  # noqa: E731
+        torch._dynamo.reset()
+        counter = CompileCounterWithBackend("aot_eager")
+        compiled = torch.compile(f, backend=counter, dynamic=True, fullgraph=True)
+        for b, n in ((2, 3), (3, 5), (4, 7), (5, 9), (6, 11)):
+            x = torch.randn(b, n, 6, dtype=torch.float64)
+            got = compiled(x)
+            self.assertEqual(tuple(got.shape), (b, n))
+            torch.testing.assert_close(got, f(x), rtol=1e-14, atol=1e-15)
+        self.assertEqual(counter.frame_count, 1)
 
 
 class Compile(unittest.TestCase):

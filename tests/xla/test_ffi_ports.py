@@ -12,10 +12,13 @@ import os
 import unittest
 
 import jax
+import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 
 from customop.schema import SchemaError
-from customop.xla import Library, NoGradientError, crosscheck
+from customop.xla import Library, NoGradientError, crosscheck, export
+from jax.test_util import check_grads
 
 jax.config.update("jax_enable_x64", True)
 
@@ -174,6 +177,112 @@ class InPlace(unittest.TestCase):
     def test_no_derivative_through_an_update_in_place(self):
         with self.assertRaisesRegex(NoGradientError, "scale_in_place"):
             jax.grad(lambda x: OPS.scale_in_place(x, factor=2.0).sum())(np.ones(3, np.float32))
+
+
+EPS = np.float32(1e-5)
+DTYPES = (np.float64, np.float32, ml_dtypes.bfloat16, np.float16)
+# Per dtype: the tolerance against the f64 reference (the kernel computes in f64 and rounds
+# once; the reference's rounding of its own result is what remains).
+TOL = {np.float64: 1e-12, np.float32: 1e-6, ml_dtypes.bfloat16: 1e-2, np.float16: 1e-3}
+
+
+def rms_ref(x):
+    x = np.asarray(x, np.float64)
+    return x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + np.float64(EPS))
+
+
+@jax.custom_vjp
+def rms_norm_example(x):
+    """JAX's example, written with the ports: the forward with residuals, the backward."""
+    return OPS.rms_norm_fwd(x, eps=EPS)[0]
+
+
+def _fwd(x):
+    y, res = OPS.rms_norm_fwd(x, eps=EPS)
+    return y, (res, x)
+
+
+def _bwd(r, ct):
+    res, x = r
+    return (OPS.rms_norm_bwd(res, x, ct),)
+
+
+rms_norm_example.defvjp(_fwd, _bwd)
+SHAPES = [(5,), (3, 5), (2, 3, 5), (2, 1, 3, 4)]
+
+
+class RmsNormAnyRank(unittest.TestCase):
+    def test_ranks_1_to_4_in_four_dtypes(self):
+        rng = np.random.default_rng(3)
+        for dtype in DTYPES:
+            for shape in SHAPES:
+                with self.subTest(dtype=np.dtype(dtype).name, shape=shape):
+                    x = rng.normal(size=shape).astype(dtype)
+                    y = crosscheck.jit(PATH, lambda x: OPS.rms_norm_nd(x, eps=EPS))(x)
+                    self.assertEqual((y.shape, y.dtype), (shape, np.dtype(dtype)))
+                    np.testing.assert_allclose(np.asarray(y, np.float64), rms_ref(x),
+                                               rtol=TOL[dtype], atol=TOL[dtype])
+                    y2, res = OPS.rms_norm_fwd(x, eps=EPS)
+                    self.assertEqual(res.shape, shape[:-1])
+                    np.testing.assert_array_equal(np.asarray(y2), np.asarray(y))
+                    want = 1 / np.sqrt(np.mean(np.asarray(x, np.float64) ** 2, -1) + EPS)
+                    np.testing.assert_allclose(np.asarray(res, np.float64), want,
+                                               rtol=TOL[dtype])
+
+    def test_gradients_declared_and_as_jaxs_example_writes_them(self):
+        rng = np.random.default_rng(4)
+        for shape in SHAPES:
+            with self.subTest(shape=shape):
+                x = rng.normal(size=shape)
+                w = np.arange(1, shape[-1] + 1, dtype=np.float64)
+                ref = jax.grad(lambda x: jnp.sum(
+                    x / jnp.sqrt(jnp.mean(x ** 2, -1, keepdims=True) + np.float64(EPS)) * w))(x)
+                declared = crosscheck.jit(PATH, jax.grad(
+                    lambda x: jnp.sum(OPS.rms_norm_nd(x, eps=EPS) * w)))(x)
+                example = crosscheck.jit(PATH, jax.grad(
+                    lambda x: jnp.sum(rms_norm_example(x) * w)))(x)
+                np.testing.assert_allclose(np.asarray(declared), ref, rtol=1e-11, atol=1e-12)
+                np.testing.assert_allclose(np.asarray(example), np.asarray(declared),
+                                           rtol=1e-12, atol=1e-13)
+                check_grads(lambda x: OPS.rms_norm_nd(x, eps=EPS), (x,), order=1,
+                            modes=["rev"])
+
+    def test_vmap_over_every_rank(self):
+        rng = np.random.default_rng(5)
+        for shape in SHAPES:
+            xs = rng.normal(size=(3, *shape))
+            got = jax.vmap(lambda x: OPS.rms_norm_fwd(x, eps=EPS))(xs)
+            self.assertEqual(got[1].shape, (3, *shape[:-1]))
+            np.testing.assert_allclose(np.asarray(got[0]), rms_ref(xs), rtol=1e-12)
+            g = jax.vmap(jax.grad(lambda x: jnp.sum(OPS.rms_norm_nd(x, eps=EPS) ** 3)))(xs)
+            for b in range(3):
+                one = jax.grad(lambda x: jnp.sum(OPS.rms_norm_nd(x, eps=EPS) ** 3))(xs[b])
+                np.testing.assert_array_equal(np.asarray(g[b]), np.asarray(one))
+
+    def test_exported_once_for_any_leading_dimensions(self):
+        b, n = jax.export.symbolic_shape("b, n")
+        spec = jax.ShapeDtypeStruct((b, n, 4), np.float32)
+        exp = export(lambda x: OPS.rms_norm_fwd(x, eps=EPS), spec, lib=LIB)
+        self.assertEqual(str(exp.out_avals[1].shape), "(b, n)")
+        back = jax.export.deserialize(exp.serialize())
+        for shape in ((1, 1, 4), (2, 3, 4), (5, 7, 4)):
+            x = np.random.default_rng(6).normal(size=shape).astype(np.float32)
+            y, res = back.call(x)
+            self.assertEqual(res.shape, shape[:-1])
+            np.testing.assert_allclose(np.asarray(y), rms_ref(x), rtol=1e-6, atol=1e-6)
+
+    def test_rank_0_is_refused_by_name(self):
+        with self.assertRaisesRegex(SchemaError, r"output `res`: `\.\.x\.dims\(\.\.-1\)` of "
+                                                 r"a rank-0 `x` has no value"):
+            OPS.rms_norm_fwd(np.float32(1.0), eps=EPS)
+        with self.assertRaisesRegex(Exception, r"\[kernel_error\].*rank 0"):
+            OPS.rms_norm_nd(np.float32(1.0), eps=EPS)
+        # A raw call with a residual of the wrong rank is the handler's refusal.
+        with self.assertRaisesRegex(Exception, r"\[wrong_rank\].*`res`: expected rank 1"):
+            jax.ffi.ffi_call(LIB.target("example::rms_norm_fwd"),
+                             (jax.ShapeDtypeStruct((2, 3), np.float32),
+                              jax.ShapeDtypeStruct((2, 1), np.float32)))(
+                np.ones((2, 3), np.float32), eps=EPS)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ use customop::prelude::*;
 
 pub use customop_example_kernel_lib::affine;
 
+pub mod any_rank;
 pub mod attributes;
 pub mod derivatives;
 pub mod in_place;

@@ -2,6 +2,7 @@
 
 use super::model::{AttrKind, Kind, Op, Ret, ShapeRule};
 use super::parse::ItemFn;
+use super::shape_rule::{DimRule, Part};
 use crate::ctxt::Ctxt;
 use customop_shape::Facts;
 
@@ -146,10 +147,28 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                         );
                     }
                     for d in dims {
-                        for e in d.expr.check(&|n| facts(op, n)) {
-                            match e.at {
-                                Some(name) => cx.error_spanned_by(name, e.message),
-                                None => cx.syn_error(syn::Error::new(d.span, e.message)),
+                        check_dim(cx, op, d);
+                    }
+                }
+                Some(ShapeRule::Parts(parts)) => {
+                    for part in parts {
+                        match part {
+                            Part::One(d) => check_dim(cx, op, d),
+                            Part::Run {
+                                param, start, stop, ..
+                            } => {
+                                if let Some(Some(r)) = check_source(cx, op, param)
+                                    && customop_shape::run_bounds(r, *start, *stop).is_none()
+                                {
+                                    cx.error_spanned_by(
+                                        param,
+                                        format!(
+                                            "`{param}` has rank {r}: it has no dimensions {}..{}",
+                                            start,
+                                            stop.map(|v| v.to_string()).unwrap_or_default()
+                                        ),
+                                    );
+                                }
                             }
                         }
                     }
@@ -305,6 +324,18 @@ fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
         else {
             continue;
         };
+        if let ShapeRule::Parts(parts) = shape {
+            for part in parts {
+                if let Part::Run { span, .. } = part {
+                    cx.syn_error(syn::Error::new(
+                        *span,
+                        "an output whose rank follows an input's (`..x.dims(..)`) has no fixed \
+                         dimensions for `partition` to split: leave `partition` out",
+                    ));
+                }
+            }
+            continue;
+        }
         let mut got = Vec::new();
         for (d, factor) in op
             .output_factors(shape)
@@ -450,6 +481,16 @@ fn facts(op: &Op<'_>, name: &syn::Ident) -> Facts {
         Some(Kind::State { .. }) => Facts::Other("a state"),
         Some(Kind::Attrs(_)) => Facts::Other("the dictionary of attributes"),
         Some(Kind::Invalid(..)) => Facts::Other("a parameter customop cannot take"),
+    }
+}
+
+/// Reports the errors of one dimension expression, at the name or the dimension.
+fn check_dim(cx: &mut Ctxt, op: &Op<'_>, d: &DimRule) {
+    for e in d.expr.check(&|n| facts(op, n)) {
+        match e.at {
+            Some(name) => cx.error_spanned_by(name, e.message),
+            None => cx.syn_error(syn::Error::new(d.span, e.message)),
+        }
     }
 }
 

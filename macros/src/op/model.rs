@@ -274,7 +274,8 @@ impl<'a> Op<'a> {
                 };
                 Some(dims.iter().map(|d| d.expr.factor(&factor_of)).collect())
             }
-            ShapeRule::Unread => None,
+            // Refused with a partition (`check`): its rank follows an input's.
+            ShapeRule::Parts(_) | ShapeRule::Unread => None,
         }
     }
 }

@@ -12,6 +12,9 @@ pub(crate) enum ShapeRule {
     Of(syn::Ident),
     /// `shape = [x.dim(0), (x.dim(1) - k) / stride + 1]`: one expression per dimension.
     Dims(Vec<DimRule>),
+    /// `shape = [..x.dims(..-1), k]`: expressions and runs of an input's dimensions, a rank
+    /// that follows the input's.
+    Parts(Vec<Part>),
     /// Written, but it failed to parse (already reported): no rule, and no second error.
     Unread,
 }
@@ -23,6 +26,37 @@ pub(crate) struct DimRule {
     pub(crate) span: Span,
 }
 
+/// A part of a [`ShapeRule::Parts`].
+pub(crate) enum Part {
+    /// One dimension.
+    One(DimRule),
+    /// `..x.dims(start..stop)`: dimensions of tensor input `x`, as Python's `x.shape[start:stop]`
+    /// (negative bounds from the rank; `stop` absent: the rank).
+    Run {
+        param: syn::Ident,
+        start: i64,
+        stop: Option<i64>,
+        span: Span,
+    },
+}
+
+impl ShapeRule {
+    /// The rule's one-dimension expressions (of `Dims`, or the `One` parts of `Parts`).
+    pub(crate) fn dims(&self) -> Vec<&DimRule> {
+        match self {
+            ShapeRule::Dims(d) => d.iter().collect(),
+            ShapeRule::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::One(d) => Some(d),
+                    Part::Run { .. } => None,
+                })
+                .collect(),
+            ShapeRule::Of(_) | ShapeRule::Unread => Vec::new(),
+        }
+    }
+}
+
 pub(crate) fn shape_rule(e: &syn::Expr) -> Result<ShapeRule, (Span, String)> {
     match e {
         syn::Expr::Path(p) => p
@@ -30,23 +64,79 @@ pub(crate) fn shape_rule(e: &syn::Expr) -> Result<ShapeRule, (Span, String)> {
             .get_ident()
             .map(|i| ShapeRule::Of(i.clone()))
             .ok_or_else(|| (p.span(), SHAPE_RULE.to_string())),
-        syn::Expr::Array(a) => a
-            .elems
-            .iter()
-            .map(|el| {
-                Ok(DimRule {
-                    expr: dim_expr(el)?,
-                    span: el.span(),
+        syn::Expr::Array(a) => {
+            let parts = a
+                .elems
+                .iter()
+                .map(|el| match el {
+                    syn::Expr::Range(r) if r.start.is_none() => run(r),
+                    el => Ok(Part::One(DimRule {
+                        expr: dim_expr(el)?,
+                        span: el.span(),
+                    })),
                 })
-            })
-            .collect::<Result<_, _>>()
-            .map(ShapeRule::Dims),
+                .collect::<Result<Vec<_>, _>>()?;
+            if parts.iter().any(|p| matches!(p, Part::Run { .. })) {
+                Ok(ShapeRule::Parts(parts))
+            } else {
+                Ok(ShapeRule::Dims(
+                    parts
+                        .into_iter()
+                        .filter_map(|p| match p {
+                            Part::One(d) => Some(d),
+                            Part::Run { .. } => None,
+                        })
+                        .collect(),
+                ))
+            }
+        }
         other => Err((other.span(), SHAPE_RULE.to_string())),
     }
 }
 
+const RUN: &str = "a run of an input's dimensions is `..x.dims(start..stop)`, bounds integer \
+                   literals as in Python's `x.shape[start:stop]` (negative: from the rank; either \
+                   may be left out): `..x.dims(..-1)` is every dimension but the last";
+
+/// `..x.dims(a..b)`: the spread of a run of dimensions.
+fn run(r: &syn::ExprRange) -> Result<Part, (Span, String)> {
+    let bad = |s: Span| (s, RUN.to_string());
+    let Some(syn::Expr::MethodCall(m)) = r.end.as_deref() else {
+        return Err(bad(r.span()));
+    };
+    if !matches!(r.limits, syn::RangeLimits::HalfOpen(_)) || m.method != "dims" {
+        return Err(bad(r.span()));
+    }
+    let param = match &*m.receiver {
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
+        _ => None,
+    }
+    .ok_or_else(|| bad(m.receiver.span()))?;
+    let (start, stop) = match (m.args.len(), m.args.first()) {
+        (1, Some(syn::Expr::Range(b))) if matches!(b.limits, syn::RangeLimits::HalfOpen(_)) => {
+            let bound = |e: &Option<Box<syn::Expr>>| -> Result<Option<i64>, (Span, String)> {
+                e.as_deref()
+                    .map(|e| match dim_expr(e) {
+                        Ok(Expr::Lit(v)) => Ok(v),
+                        _ => Err(bad(e.span())),
+                    })
+                    .transpose()
+            };
+            (bound(&b.start)?.unwrap_or(0), bound(&b.end)?)
+        }
+        _ => return Err(bad(m.args.span())),
+    };
+    Ok(Part::Run {
+        param,
+        start,
+        stop,
+        span: r.span(),
+    })
+}
+
 const SHAPE_RULE: &str = "a shape rule is a tensor parameter (`shape = x`) or a list of \
-                          dimension expressions (`shape = [x.dim(0), (x.dim(1) - k) / stride + 1]`)";
+                          dimension expressions (`shape = [x.dim(0), (x.dim(1) - k) / stride + 1]`) \
+                          and runs of an input's dimensions (`shape = [..x.dims(..-1), k]`)";
 
 const DIM_EXPR: &str = "a dimension is an integer, a tensor input's dimension (`x.dim(1)`), an \
                         integer attribute (`k`), an array attribute's length (`taps.len()`), or \
@@ -110,6 +200,12 @@ fn dim_expr(e: &syn::Expr) -> Result<Expr<syn::Ident>, (Span, String)> {
                     )),
                 },
                 ("len", 0) => Ok(Expr::Len(recv)),
+                ("dims", _) => Err((
+                    m.span(),
+                    "`x.dims(..)` is several dimensions: spread them into the list, \
+                     `[..x.dims(..-1)]`"
+                        .to_string(),
+                )),
                 _ => Err(bad(m.method.span())),
             }
         }

@@ -11,7 +11,7 @@ use customop_shape::{Expr, Facts};
 
 mod dtypes;
 mod shape;
-pub use shape::{OutputDim, OutputShape, ParamRef, ShapeEnv};
+pub use shape::{OutputDim, OutputShape, ParamRef, ShapeEnv, ShapePart, run_bounds, run_text};
 
 /// An op's schema and its `Plan`, built once (generated code keeps one in a `static`).
 #[derive(Debug)]
@@ -230,6 +230,19 @@ impl Plan {
                         [DimRule::ShapeOf { param }] => {
                             OutputShape::Of(tensor_operand(param, &what)?)
                         }
+                        rules if rules.iter().any(|d| matches!(d, DimRule::DimsOf { .. })) => {
+                            OutputShape::Parts(
+                                rules
+                                    .iter()
+                                    .map(|d| match d {
+                                        DimRule::DimsOf { param, start, stop } => {
+                                            run_part(schema, param, *start, *stop, &what)
+                                        }
+                                        d => resolve(d, &what).map(ShapePart::One),
+                                    })
+                                    .collect::<Result<_, String>>()?,
+                            )
+                        }
                         rules => OutputShape::Dims(
                             rules
                                 .iter()
@@ -301,6 +314,45 @@ impl Plan {
     }
 }
 
+/// A run of tensor input `param`'s dimensions in the shape of an output (`what`), checked
+/// against the input's rank where the signature fixes it.
+fn run_part(
+    schema: &OpSchema,
+    param: &str,
+    start: i64,
+    stop: Option<i64>,
+    what: &str,
+) -> Result<ShapePart, String> {
+    let mut operand = 0;
+    for p in &schema.params {
+        match &p.kind {
+            ParamKind::Tensor { rank, .. } if p.name == param => {
+                if let Some(r) = rank
+                    && run_bounds(*r, start, stop).is_none()
+                {
+                    return Err(format!(
+                        "{}: {what}: `{}` is outside the rank of `{param}`, {r}",
+                        schema.name,
+                        run_text(param, start, stop)
+                    ));
+                }
+                return Ok(ShapePart::Run {
+                    operand,
+                    param: param.to_string(),
+                    start,
+                    stop,
+                });
+            }
+            ParamKind::Tensor { .. } | ParamKind::External { .. } => operand += 1,
+            _ => {}
+        }
+    }
+    Err(format!(
+        "{}: {what} names `{param}`, which is not a tensor input",
+        schema.name
+    ))
+}
+
 /// Fills in what follows from the plan: see [`OpDef::new`].
 fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
     for (r, rp) in schema.results.iter_mut().zip(&plan.results) {
@@ -339,6 +391,14 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
                 Some(e) => e.dims.clone(),
                 None => continue,
             },
+            rules if rules.iter().any(|d| matches!(d, DimRule::DimsOf { .. })) => {
+                // Its rank follows an input's: no fixed dimension to give a factor.
+                return Err(format!(
+                    "{}: output `{}` spreads an input's dimensions (`..x.dims(..)`), which a \
+                     partition rule cannot split",
+                    schema.name, r.name
+                ));
+            }
             rules => {
                 let mut dims = Vec::with_capacity(rules.len());
                 for d in rules {

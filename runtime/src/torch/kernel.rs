@@ -369,6 +369,7 @@ pub(crate) unsafe fn run(
                     // Worded as the Python path words it.
                     let rule = match shape {
                         OutputShape::Dims(rules) => rules.get(d).map(ToString::to_string),
+                        OutputShape::Parts(parts) => parts.get(d).map(ToString::to_string),
                         OutputShape::Of(_) => None,
                     }
                     .unwrap_or_default();

@@ -7,6 +7,7 @@
 
 use super::model::{AttrKind, Intent, Kind, Op, Param, Ret, ShapeRule};
 use super::parse::DtypeVar;
+use super::shape_rule::Part;
 use crate::tokens::respan;
 use customop_shape::Expr;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -281,13 +282,12 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     // An attribute a shape rule reads as a value must be an integer.
     for prm in &op.params {
         let Kind::Output {
-            shape: Some(ShapeRule::Dims(dims)),
-            ..
+            shape: Some(shape), ..
         } = &prm.kind
         else {
             continue;
         };
-        for d in dims {
+        for d in shape.dims() {
             d.expr.visit(&mut |leaf| {
                 let Expr::Attr(name) = leaf else { return };
                 if let Some(Kind::Attr(AttrKind::Value(t))) =

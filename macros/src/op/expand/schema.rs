@@ -106,6 +106,25 @@ pub(super) fn expand_schema(
                         quote!(#p::dim_rule(#e))
                     })
                     .collect(),
+                Some(ShapeRule::Parts(parts)) => parts
+                    .iter()
+                    .map(|part| match part {
+                        Part::One(d) => {
+                            let e = shape_expr(p, &d.expr);
+                            quote!(#p::dim_rule(#e))
+                        }
+                        Part::Run {
+                            param, start, stop, ..
+                        } => {
+                            let param = param.to_string();
+                            let stop = match stop {
+                                Some(v) => quote!(::core::option::Option::Some(#v)),
+                                None => quote!(::core::option::Option::None),
+                            };
+                            quote!(#p::dims_of(#param, #start, #stop))
+                        }
+                    })
+                    .collect(),
                 None | Some(ShapeRule::Unread) => Vec::new(),
             };
             let rname = prm.ident.to_string();
