@@ -247,6 +247,7 @@ declare -A MIN_CHECKS=(
   [xla/test_transforms.py]=128
   [xla/test_higher_order.py]=12
   [xla/test_parallel.py]=4
+  [xla/test_ffi_ports.py]=40
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do
