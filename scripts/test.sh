@@ -191,7 +191,7 @@ py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool
 py_tests "#[state] built once per call site at XLA's instantiate stage; a constructor error is bad_state" tests/xla/test_state.py
 py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
-py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), raw jax.ffi.ffi_call" tests/xla/test_ffi_ports.py
+py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"

@@ -5,10 +5,12 @@
 //! resolving and only the real errors show.
 
 mod check;
+mod classify;
 mod expand;
 mod model;
 mod names;
 mod parse;
+mod partition;
 mod shape_rule;
 
 use crate::ctxt::Ctxt;

@@ -5,6 +5,7 @@
 use super::api::Api;
 use super::values::{Attr, float_bytes, int_bytes, range_text};
 use super::values::{Failure, torch_failed};
+use crate::schema::{AttrType, ParamKind};
 use crate::types::ElementType;
 use core::ffi::c_void;
 
@@ -115,4 +116,18 @@ pub(super) fn array_attr(dtype: ElementType, items: &[u64]) -> Result<Attr, Stri
         *c = u64::from_ne_bytes(b);
     }
     Ok(Attr::Array(dtype, cells, items.len()))
+}
+
+/// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, where
+/// torch passes no strings or lists to a boxed kernel (2.9: `direct` is false), string,
+/// descriptor and array attributes (as 1-D tensors: bytes, int64 or float64; see
+/// `customop.torch`).
+pub(crate) fn carried_as_tensor(kind: &ParamKind, direct: bool) -> bool {
+    match kind {
+        ParamKind::Tensor { .. } | ParamKind::External { .. } => true,
+        ParamKind::Attribute { ty } => {
+            !direct && !matches!(ty, AttrType::Bool | AttrType::Scalar { .. })
+        }
+        ParamKind::Attributes => false,
+    }
 }

@@ -7,7 +7,10 @@
 //! wrapper takes over. `Owned` deletes what the kernel holds on every path.
 
 use super::api::{Api, Tensor};
-use super::attrs::{array_attr, latin1_bytes, list_items, string_bytes, tensor_items};
+use super::attrs::{
+    array_attr, carried_as_tensor, latin1_bytes, list_items, string_bytes, tensor_items,
+};
+use super::torch_refusal;
 use super::values::{
     Attr, Env, Failure, Owned, contiguous_strides, float_bytes, int_bytes, next_handle, range_text,
     torch_failed,
@@ -31,37 +34,6 @@ pub(crate) struct NativeOp {
     pub plan: Plan,
     pub handler: HandlerFn,
     pub api: &'static Api,
-}
-
-/// Whether a parameter arrives on the stack as a tensor: tensors and externals, and, where
-/// torch passes no strings or lists to a boxed kernel (2.9: `direct` is false), string,
-/// descriptor and array attributes (as 1-D tensors: bytes, int64 or float64; see
-/// `customop.torch`).
-pub(crate) fn carried_as_tensor(kind: &ParamKind, direct: bool) -> bool {
-    match kind {
-        ParamKind::Tensor { .. } | ParamKind::External { .. } => true,
-        ParamKind::Attribute { ty } => {
-            !direct && !matches!(ty, AttrType::Bool | AttrType::Scalar { .. })
-        }
-        ParamKind::Attributes => false,
-    }
-}
-
-/// Why torch cannot run op `schema`, if it cannot: a dictionary of attributes (`#[attrs]`)
-/// has no torch schema type (a FunctionSchema lists its arguments one by one).
-pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> {
-    schema
-        .params
-        .iter()
-        .find(|p| matches!(p.kind, ParamKind::Attributes))
-        .map(|p| {
-            format!(
-                "{}: torch cannot call this op: its `#[attrs] {}` takes every attribute of the \
-                 call as a dictionary, which a torch schema cannot express (call it from JAX or \
-                 the Rust runner)",
-                schema.name, p.name
-            )
-        })
 }
 
 macro_rules! torch {

@@ -15,6 +15,7 @@ mod kernel;
 mod values;
 
 use crate::ffi::eager::copy_message;
+use crate::schema::ParamKind;
 use api::{Api, BoxedKernel, LibraryHandle};
 use core::ffi::{CStr, c_char};
 use kernel::NativeOp;
@@ -229,7 +230,7 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
         .ok_or_else(|| format!("op `{op}` has no handler in this library"))?;
     let kernels = crate::registry::torch_kernels(op)
         .ok_or_else(|| format!("op `{op}` has no native torch kernels in this library"))?;
-    if let Some(why) = kernel::torch_refusal(schema) {
+    if let Some(why) = torch_refusal(schema) {
         return Err(why);
     }
     let plan = crate::plan::Plan::new(schema)?;
@@ -335,4 +336,21 @@ pub unsafe extern "C" fn customop_torch_unregister(
     };
     let mut reg = registrations().lock().unwrap_or_else(|e| e.into_inner());
     if reg.remove(api, name) { 0 } else { 1 }
+}
+
+/// Why torch cannot run op `schema`, if it cannot: a dictionary of attributes (`#[attrs]`)
+/// has no torch schema type (a FunctionSchema lists its arguments one by one).
+pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> {
+    schema
+        .params
+        .iter()
+        .find(|p| matches!(p.kind, ParamKind::Attributes))
+        .map(|p| {
+            format!(
+                "{}: torch cannot call this op: its `#[attrs] {}` takes every attribute of the \
+                 call as a dictionary, which a torch schema cannot express (call it from JAX or \
+                 the Rust runner)",
+                schema.name, p.name
+            )
+        })
 }
