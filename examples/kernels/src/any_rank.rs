@@ -24,6 +24,28 @@ fn inv_rms<T: Real>(row: &[T], eps: f32) -> f64 {
     1.0 / (ms + f64::from(eps)).sqrt()
 }
 
+/// `y = x * r` per row of `cols` elements, `r = 1 / sqrt(mean(row^2) + eps)`; `scale(i, r)`
+/// sees each row's `r`.
+fn normalise<T: Real>(
+    x: &[T],
+    y: &mut [T],
+    cols: usize,
+    eps: f32,
+    mut scale: impl FnMut(usize, f64),
+) {
+    for (i, (row, out)) in x
+        .chunks(cols.max(1))
+        .zip(y.chunks_mut(cols.max(1)))
+        .enumerate()
+    {
+        let r = inv_rms(row, eps);
+        scale(i, r);
+        for (o, v) in out.iter_mut().zip(row) {
+            *o = T::from_f64(v.to_f64() * r);
+        }
+    }
+}
+
 /// `y = x / sqrt(mean(x^2) + eps)` over the last dimension, for `x` of any rank >= 1.
 #[custom_op(
     name = "example::rms_norm_nd",
@@ -36,16 +58,7 @@ pub fn rms_norm_nd<T: Real>(
     #[out(shape = x)] mut y: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
     let (_, cols) = rows_cols(x.dims(), "rms_norm_nd")?;
-    for (row, out) in x
-        .as_slice()
-        .chunks(cols.max(1))
-        .zip(y.as_mut_slice().chunks_mut(cols.max(1)))
-    {
-        let r = inv_rms(row, eps);
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = T::from_f64(v.to_f64() * r);
-        }
-    }
+    normalise(x.as_slice(), y.as_mut_slice(), cols, eps, |_, _| {});
     Ok(())
 }
 
@@ -123,18 +136,9 @@ pub fn rms_norm_fwd<T: Real>(
     // Rows of no element (a last dimension of 0) have no chunk below: each scale is that of an
     // empty row.
     res.fill(T::from_f64(inv_rms::<T>(&[], eps)));
-    for (i, (row, out)) in x
-        .as_slice()
-        .chunks(cols.max(1))
-        .zip(y.as_mut_slice().chunks_mut(cols.max(1)))
-        .enumerate()
-    {
-        let r = inv_rms(row, eps);
+    normalise(x.as_slice(), y.as_mut_slice(), cols, eps, |i, r| {
         res[i] = T::from_f64(r);
-        for (o, v) in out.iter_mut().zip(row) {
-            *o = T::from_f64(v.to_f64() * r);
-        }
-    }
+    });
     Ok(())
 }
 

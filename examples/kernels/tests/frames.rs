@@ -23,31 +23,6 @@ fn seed_frame() -> Frame {
     )
 }
 
-/// Runs `frame` on `handler`, expects refusal `r` with `needle` in the message and XLA code 3
-/// (13 for a panic), and checks the outputs were not written.
-fn refused(mut frame: Frame, handler: Handler, r: Refusal, needle: &str) -> String {
-    let before: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
-    let err = frame.call(handler).expect_err("the call must be refused");
-    let code = if r == Refusal::KernelPanic { 13 } else { 3 };
-    assert_eq!(err.code, code, "{}", err.message);
-    assert!(
-        err.message.contains(&format!("[{}]", r.name())),
-        "expected [{}]: {}",
-        r.name(),
-        err.message
-    );
-    assert!(
-        err.message.contains(needle),
-        "expected {needle:?}: {}",
-        err.message
-    );
-    let after: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
-    if r != Refusal::KernelError && r != Refusal::KernelPanic {
-        assert_eq!(before, after, "a refused call wrote its outputs");
-    }
-    err.message
-}
-
 #[test]
 fn a_good_frame_runs() {
     let mut f = seed_frame();

@@ -48,24 +48,6 @@ fn a_separate_result_gets_the_input_first_and_the_input_is_left_alone() {
     assert_eq!(floats(&f.args[0]), vec![1.0, 2.0, 3.0, 4.0]);
 }
 
-fn refused(mut f: Frame, h: Handler, r: Refusal, needle: &str) {
-    let args: Vec<Vec<u8>> = f.args.iter().map(|b| b.bytes.get().to_vec()).collect();
-    let err = f.call(h).expect_err("the call must be refused");
-    assert_eq!(err.code, 3, "{}", err.message);
-    assert!(
-        err.message.contains(&format!("[{}]", r.name())),
-        "{}",
-        err.message
-    );
-    assert!(
-        err.message.contains(needle),
-        "expected {needle:?}: {}",
-        err.message
-    );
-    let after: Vec<Vec<u8>> = f.args.iter().map(|b| b.bytes.get().to_vec()).collect();
-    assert_eq!(args, after, "a refused call wrote its input");
-}
-
 #[test]
 fn part_of_its_own_input_is_refused() {
     let mut f = Frame::new(

@@ -386,3 +386,36 @@ impl Frame {
         })
     }
 }
+
+/// Runs `frame` on `handler`, expects refusal `r` with `needle` in the message and XLA code 3
+/// (13 for a panic), and checks the outputs were not written (but by the kernel itself, for
+/// a kernel error or panic) and the inputs never were.
+pub fn refused(mut frame: Frame, handler: Handler, r: customop::Refusal, needle: &str) -> String {
+    let before: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
+    let inputs: Vec<Vec<u8>> = frame.args.iter().map(|b| b.bytes.get().to_vec()).collect();
+    let err = frame.call(handler).expect_err("the call must be refused");
+    let code = if r == customop::Refusal::KernelPanic {
+        13
+    } else {
+        3
+    };
+    assert_eq!(err.code, code, "{}", err.message);
+    assert!(
+        err.message.contains(&format!("[{}]", r.name())),
+        "expected [{}]: {}",
+        r.name(),
+        err.message
+    );
+    assert!(
+        err.message.contains(needle),
+        "expected {needle:?}: {}",
+        err.message
+    );
+    let after: Vec<Vec<u8>> = frame.rets.iter().map(|b| b.bytes.get().to_vec()).collect();
+    if r != customop::Refusal::KernelError && r != customop::Refusal::KernelPanic {
+        assert_eq!(before, after, "a refused call wrote its outputs");
+    }
+    let after: Vec<Vec<u8>> = frame.args.iter().map(|b| b.bytes.get().to_vec()).collect();
+    assert_eq!(inputs, after, "a refused call wrote an input");
+    err.message
+}
