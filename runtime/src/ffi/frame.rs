@@ -247,18 +247,8 @@ impl<'f> CallCx<'f> {
         }
         if T::ELEMENT_TYPE == ElementType::Bool {
             // SAFETY: XLA's buffer holds `n` one-byte elements (checked dtype and count), valid
-            // and unwritten for the call; read as bytes, any value is fine.
-            let bytes = unsafe { core::slice::from_raw_parts(raw.data as *const u8, n) };
-            if let Some(at) = bytes.iter().position(|&b| b > 1) {
-                return Err(op_err(
-                    self.op,
-                    Refusal::BadBool,
-                    format!(
-                        "parameter `{name}`: element {at} is the byte {}, a bool is 0 or 1",
-                        bytes[at]
-                    ),
-                ));
-            }
+            // and unwritten for the call.
+            unsafe { self.check_bools(raw.data as *const u8, n, name)? };
         }
         // SAFETY: XLA's buffer holds `n` elements of the checked dtype, aligned (checked),
         // valid and not written by anyone else for the call (inputs are read-only; every
@@ -267,6 +257,32 @@ impl<'f> CallCx<'f> {
         // buffer was checked above to hold only 0 and 1, so every element is a valid `T`.
         let data = unsafe { core::slice::from_raw_parts(raw.data as *const T, n) };
         Ok(TensorRef::from_checked(data, raw.dims))
+    }
+
+    /// Refuses a `bool` buffer holding a byte other than 0 and 1 (`[bad_bool]`), naming
+    /// parameter `name`.
+    ///
+    /// # Safety
+    /// `data` points at `n` bytes, readable for the call.
+    pub(super) unsafe fn check_bools(
+        &self,
+        data: *const u8,
+        n: usize,
+        name: &str,
+    ) -> Result<(), OpError> {
+        // SAFETY: the caller's contract; read as bytes, any value is fine.
+        let bytes = unsafe { core::slice::from_raw_parts(data, n) };
+        match bytes.iter().position(|&b| b > 1) {
+            None => Ok(()),
+            Some(at) => Err(op_err(
+                self.op,
+                Refusal::BadBool,
+                format!(
+                    "parameter `{name}`: element {at} is the byte {}, a bool is 0 or 1",
+                    bytes[at]
+                ),
+            )),
+        }
     }
 
     /// The byte range (start, length) of every argument (`is_arg`) or result buffer, with its

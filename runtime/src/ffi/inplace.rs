@@ -61,6 +61,11 @@ impl<'f> CallCx<'f> {
                 format!("`{name}`, updated in place, overlaps result {j}"),
             ));
         }
+        if T::ELEMENT_TYPE == ElementType::Bool && n > 0 {
+            // SAFETY: the input holds `n` one-byte elements (checked dtype and shape), valid
+            // for the call; checked before anything is written.
+            unsafe { self.check_bools(input.data as *const u8, n, name)? };
+        }
         self.take(ret, name)?;
         if n == 0 {
             return Ok(TensorMut::from_checked(&mut [], out.dims));
@@ -73,24 +78,11 @@ impl<'f> CallCx<'f> {
                 core::ptr::copy_nonoverlapping(input.data as *const u8, out.data as *mut u8, bytes)
             };
         }
-        if T::ELEMENT_TYPE == ElementType::Bool {
-            // SAFETY: the result holds `n` one-byte elements, valid for the call.
-            let b = unsafe { core::slice::from_raw_parts(out.data as *const u8, n) };
-            if let Some(at) = b.iter().position(|&v| v > 1) {
-                return Err(op_err(
-                    self.op,
-                    Refusal::BadBool,
-                    format!(
-                        "`{name}`: element {at} is the byte {}, a bool is 0 or 1",
-                        b[at]
-                    ),
-                ));
-            }
-        }
         // SAFETY: the result buffer holds `n` elements of the checked dtype, aligned (checked
         // by `typed`), valid for the call; it is handed out once (`take`), and overlaps no
         // other result and no input but its own operand, which the kernel is given no other
-        // view of. Every element is a valid `T` (`Element` is sealed; bools checked above).
+        // view of. Every element is a valid `T` (`Element` is sealed; a bool input, copied or
+        // aliased, was checked above).
         let data = unsafe { core::slice::from_raw_parts_mut(out.data as *mut T, n) };
         Ok(TensorMut::from_checked(data, out.dims))
     }
