@@ -97,6 +97,13 @@ def export(ep: Any, lib: TorchLibrary) -> Any:
                     "%s updates its external `%s` (`&mut`) in place, which a JAX function "
                     "cannot: call this op from JAX (Library.call returns the new state) or "
                     "from the Rust builder" % (sch.name, mutable[0]))
+            updated = ([p.name for p in sch.operands if getattr(p, "updated", False)]
+                       if sch is not None else [])
+            if updated:
+                raise ExportError(
+                    "%s updates tensor `%s` in place (`#[inout]`), which a JAX function cannot "
+                    "do to a torch tensor: call this op from JAX (its result is the updated "
+                    "tensor) or from the Rust builder" % (sch.name, updated[0]))
     xla = _register(lib)
     states, fn = tx.exported_program_to_jax(ep)
     avals = tx.extract_avals(ep)

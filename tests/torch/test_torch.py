@@ -69,6 +69,10 @@ class Eager(unittest.TestCase):
         with self.assertRaisesRegex(ct.KernelError, r"row 7 is outside 0\.\.3"):
             ops.example.cache_write(cache, torch.zeros(2), at=7)
         self.assertTrue(torch.equal(cache, want))
+        # vmap over the rows with one shared cache: every call would write the same tensor.
+        with self.assertRaisesRegex(ValueError, r"updates `cache` in place, which is not batched"):
+            torch.func.vmap(lambda c, r: ops.example.cache_write(c, r, at=0),
+                            in_dims=(None, 0))(cache, torch.ones(2, 2))
 
     def test_backward_through_an_op_raises_naming_it(self):
         cfg = LIB.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5,

@@ -137,6 +137,15 @@ class Refusals(unittest.TestCase):
         self.assertRefused(lambda: ct.export(ep, LIB), "example::counter_step", "`state`",
                            "&mut", "JAX")
 
+    def test_a_tensor_updated_in_place_is_refused(self):
+        def f(s, x):
+            ops.example.scale_in_place(x, factor=2.0)
+            return x + 1
+
+        ep = torch.export.export(Wrap(f), (torch.ones(3),))
+        self.assertRefused(lambda: ct.export(ep, LIB), "example::scale_in_place", "`x`",
+                           "#[inout]", "JAX")
+
     def test_dropped_side_effect_is_refused(self):
         def f(s, x):
             ops.my_custom_library.custom_op_external(s.external, x)  # result unused

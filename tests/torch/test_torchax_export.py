@@ -103,6 +103,17 @@ class Export(unittest.TestCase):
         self.assertIn("example::counter_step updates its external `state` (`&mut`) in place",
                       str(cm.exception))
 
+    def test_an_op_that_updates_a_tensor_in_place_is_refused(self):
+        def f(s, x):
+            ops.example.scale_in_place(x, factor=2.0)
+            return x + 1
+
+        ep = torch.export.export(Wrap(f), (torch.ones(3),))
+        with self.assertRaises(cx.ExportError) as cm:
+            cx.export(ep, LIB)
+        self.assertIn("example::scale_in_place updates tensor `x` in place (`#[inout]`)",
+                      str(cm.exception))
+
     def test_the_library_is_what_load_returned(self):
         ep = torch.export.export(Wrap(lambda s, x: ops.example.checked_sqrt(x)),
                                  (torch.ones(2),))

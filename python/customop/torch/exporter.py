@@ -230,6 +230,14 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
                         "program would lose it. Call this op from JAX (Library.call returns "
                         "the new state) or from the Rust builder, where the update is kept."
                         % (name, mutable[0]))
+                updated = [p.name for p in by_name[name].operands
+                           if getattr(p, "updated", False)]
+                if updated:
+                    raise ExportError(
+                        "%s updates tensor `%s` in place (`#[inout]`), and torch_xla drops the "
+                        "new values of a mutated buffer, so the program would lose them. Call "
+                        "this op from JAX (its result is the updated tensor) or from the Rust "
+                        "builder." % (name, updated[0]))
 
     shlo = exported_program_to_stablehlo(ep)
     text = shlo.get_stablehlo_text(method)

@@ -22,11 +22,20 @@ def vmap_rule(sch: OpSchema, op: Any) -> Callable[..., Any]:
     kinds = [isinstance(p, TensorParam) for p in sch.operands]
     n_operands = len(kinds)
     returned = sum(1 for r in sch.results if not isinstance(r, UPDATED))
+    # The operands an `#[inout]` op updates in place.
+    updated = [i for i, p in enumerate(sch.operands) if getattr(p, "updated", False)]
 
     def vmap(info: Any, in_dims: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
         size = info.batch_size
         dims = list(in_dims[:n_operands])
         externals_batched = any(d is not None for d, t in zip(dims, kinds) if not t)
+        unbatched = [sch.operands[i].name for i in updated if dims[i] is None]
+        if unbatched and any(d is not None for d in dims):
+            # Each element's call would update the one shared tensor: the last would win.
+            raise ValueError(
+                "vmap: %s updates `%s` in place, which is not batched while other operands "
+                "are: each batch element would write the same tensor. Batch it too (expand "
+                "it along the batch dimension)." % (sch.name, unbatched[0]))
         if size == 0:
             # No call: the result shapes of one element, from the op's Meta kernel.
             one = [torch.empty([n for k, n in enumerate(a.shape) if k != d], dtype=a.dtype,

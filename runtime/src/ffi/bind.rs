@@ -326,7 +326,17 @@ impl<'c, 'f> Binder<'c, 'f> {
     /// operand).
     pub fn write_back<T: Descriptor>(&self, value: &T) -> Result<(), OpError> {
         let (i, r, name) = self.next_result()?;
-        if !matches!(r, ResultPlan::Updated { .. }) {
+        // An updated result of an external's operand (not an `#[inout]` tensor's).
+        let external = match r {
+            ResultPlan::Updated { operand } => self
+                .plan
+                .operand_params
+                .get(*operand)
+                .and_then(|&p| self.schema.params.get(p))
+                .is_some_and(|p| matches!(p.kind, ParamKind::External { .. })),
+            _ => false,
+        };
+        if !external {
             return Err(self.mismatch(name, "an updated external"));
         }
         self.cx.write_descriptor(i, name, value)

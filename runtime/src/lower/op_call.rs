@@ -149,6 +149,7 @@ pub fn call_op_with(
                 "{op}: attribute `{k}` is given twice"
             )));
         }
+        check_entries(op, &k, &v)?;
         config.push((k, Attr::from(v)));
     }
     for &(_, o) in &plan.aliases {
@@ -170,6 +171,32 @@ pub fn call_op_with(
         output_operand_aliases: &plan.aliases,
         partition: schema.partition.as_ref(),
     })
+}
+
+/// Refuses an empty name, in `name` or a nested dictionary of `value`, and a name given twice
+/// in one nested dictionary: MLIR's parser would reject the module later, with less to say.
+fn check_entries(op: &str, name: &str, value: &AttrLit) -> Result<(), BuildError> {
+    if name.is_empty() {
+        return Err(BuildError::new(format!(
+            "{op}: an attribute has an empty name"
+        )));
+    }
+    if let AttrLit::Dict(entries) = value {
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if entries[..i].iter().any(|(c, _)| c == k) {
+                return Err(BuildError::new(format!(
+                    "{op}: attribute `{name}` has `{k}` twice"
+                )));
+            }
+            check_entries(op, &format!("{name}.{k}"), v)?;
+            if k.is_empty() {
+                return Err(BuildError::new(format!(
+                    "{op}: attribute `{name}` has an entry with an empty name"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks a tensor operand's element type and (when the signature fixes it) rank.

@@ -304,7 +304,7 @@ impl<'f> Dictionary<'f> {
     }
 
     /// The array attribute `name` of `T`.
-    pub(crate) fn attr_array<T: Element>(&self, name: &str) -> Result<&'f [T], OpError> {
+    pub(crate) fn attr_array<T: Element + NotBool>(&self, name: &str) -> Result<&'f [T], OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_ARRAY {
             return Err(self.wrong(name, "is not an array"));
