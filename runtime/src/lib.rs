@@ -51,7 +51,9 @@ pub use types::{Complex64, Complex128, Element, ElementType, TensorType};
 
 /// The element types beyond Rust's primitives, from the crates that define them (re-exported
 /// so that a kernel crate names the same versions customop implements [`Element`] for).
-pub use float8::{F8E4M3FN, F8E5M2};
+pub use float8::{
+    F8E3M4, F8E4M3, F8E4M3B11FNUZ, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0FNU,
+};
 /// The `half` crate (`f16`, `bf16` and their conversions).
 pub use half;
 pub use half::{bf16, f16};

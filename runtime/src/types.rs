@@ -45,6 +45,18 @@ pub enum ElementType {
     F8E4M3FN,
     /// `f8E5M2`: 8-bit float, 5 exponent and 2 mantissa bits ([`F8E5M2`](crate::float8::F8E5M2)).
     F8E5M2,
+    /// `f8E4M3`: an IEEE-like 8-bit float, 4 exponent and 3 mantissa bits ([`F8E4M3`](crate::float8::F8E4M3)).
+    F8E4M3,
+    /// `f8E3M4`: an IEEE-like 8-bit float, 3 exponent and 4 mantissa bits ([`F8E3M4`](crate::float8::F8E3M4)).
+    F8E3M4,
+    /// `f8E4M3FNUZ`: 8-bit float, 4 exponent and 3 mantissa bits, bias 8, no −0 or infinities ([`F8E4M3FNUZ`](crate::float8::F8E4M3FNUZ)).
+    F8E4M3FNUZ,
+    /// `f8E5M2FNUZ`: 8-bit float, 5 exponent and 2 mantissa bits, bias 16, no −0 or infinities ([`F8E5M2FNUZ`](crate::float8::F8E5M2FNUZ)).
+    F8E5M2FNUZ,
+    /// `f8E4M3B11FNUZ`: 8-bit float, 4 exponent and 3 mantissa bits, bias 11, no −0 or infinities ([`F8E4M3B11FNUZ`](crate::float8::F8E4M3B11FNUZ)).
+    F8E4M3B11FNUZ,
+    /// `f8E8M0FNU`: an unsigned 8-bit power of two (the MX block scale) ([`F8E8M0FNU`](crate::float8::F8E8M0FNU)).
+    F8E8M0FNU,
 }
 
 /// `complex<f32>`: two `f32`s, real part first (`num_complex::Complex<f32>`, `#[repr(C)]`).
@@ -54,7 +66,7 @@ pub type Complex128 = num_complex::Complex<f64>;
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 17] = [
+    pub const ALL: [ElementType; 23] = [
         ElementType::Bool,
         ElementType::I8,
         ElementType::I16,
@@ -72,6 +84,12 @@ impl ElementType {
         ElementType::C128,
         ElementType::F8E4M3FN,
         ElementType::F8E5M2,
+        ElementType::F8E4M3,
+        ElementType::F8E3M4,
+        ElementType::F8E4M3FNUZ,
+        ElementType::F8E5M2FNUZ,
+        ElementType::F8E4M3B11FNUZ,
+        ElementType::F8E8M0FNU,
     ];
 
     /// The MLIR type spelling: `f32`, `i8`, `ui8`, `i1`, `bf16`, `complex<f32>`, `f8E4M3FN`, ...
@@ -94,12 +112,18 @@ impl ElementType {
             ElementType::C128 => "complex<f64>",
             ElementType::F8E4M3FN => "f8E4M3FN",
             ElementType::F8E5M2 => "f8E5M2",
+            ElementType::F8E4M3 => "f8E4M3",
+            ElementType::F8E3M4 => "f8E3M4",
+            ElementType::F8E4M3FNUZ => "f8E4M3FNUZ",
+            ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            ElementType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
+            ElementType::F8E8M0FNU => "f8E8M0FNU",
         }
     }
 
     /// The numpy dtype name (`float32`, `int8`, `bool`, ...): the manifest's element-type
-    /// table carries it, so Python front ends need no table of their own. `bfloat16`,
-    /// `float8_e4m3fn` and `float8_e5m2` are `ml_dtypes`' names (numpy knows them once
+    /// table carries it, so Python front ends need no table of their own. `bfloat16` and the
+    /// `float8_*` names are `ml_dtypes`' names (numpy knows them once
     /// `ml_dtypes` is imported); torch spells every one of them alike (`torch.bfloat16`).
     pub const fn numpy_name(self) -> &'static str {
         match self {
@@ -120,6 +144,12 @@ impl ElementType {
             ElementType::C128 => "complex128",
             ElementType::F8E4M3FN => "float8_e4m3fn",
             ElementType::F8E5M2 => "float8_e5m2",
+            ElementType::F8E4M3 => "float8_e4m3",
+            ElementType::F8E3M4 => "float8_e3m4",
+            ElementType::F8E4M3FNUZ => "float8_e4m3fnuz",
+            ElementType::F8E5M2FNUZ => "float8_e5m2fnuz",
+            ElementType::F8E4M3B11FNUZ => "float8_e4m3b11fnuz",
+            ElementType::F8E8M0FNU => "float8_e8m0fnu",
         }
     }
 
@@ -130,7 +160,13 @@ impl ElementType {
             | ElementType::I8
             | ElementType::U8
             | ElementType::F8E4M3FN
-            | ElementType::F8E5M2 => 1,
+            | ElementType::F8E5M2
+            | ElementType::F8E4M3
+            | ElementType::F8E3M4
+            | ElementType::F8E4M3FNUZ
+            | ElementType::F8E5M2FNUZ
+            | ElementType::F8E4M3B11FNUZ
+            | ElementType::F8E8M0FNU => 1,
             ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::I32 | ElementType::U32 | ElementType::F32 => 4,
             ElementType::I64 | ElementType::U64 | ElementType::F64 | ElementType::C64 => 8,
@@ -149,6 +185,12 @@ impl ElementType {
                 | ElementType::F64
                 | ElementType::F8E4M3FN
                 | ElementType::F8E5M2
+                | ElementType::F8E4M3
+                | ElementType::F8E3M4
+                | ElementType::F8E4M3FNUZ
+                | ElementType::F8E5M2FNUZ
+                | ElementType::F8E4M3B11FNUZ
+                | ElementType::F8E8M0FNU
         )
     }
 
@@ -211,6 +253,12 @@ impl ElementType {
             ElementType::C128 => "C128",
             ElementType::F8E4M3FN => "F8E4M3FN",
             ElementType::F8E5M2 => "F8E5M2",
+            ElementType::F8E4M3 => "F8E4M3",
+            ElementType::F8E3M4 => "F8E3M4",
+            ElementType::F8E4M3FNUZ => "F8E4M3FNUZ",
+            ElementType::F8E5M2FNUZ => "F8E5M2FNUZ",
+            ElementType::F8E4M3B11FNUZ => "F8E4M3B11FNUZ",
+            ElementType::F8E8M0FNU => "F8E8M0FNU",
         }
     }
 
@@ -234,6 +282,12 @@ impl ElementType {
             ElementType::C128 => 18,
             ElementType::F8E4M3FN => 20,
             ElementType::F8E5M2 => 19,
+            ElementType::F8E4M3 => 28,
+            ElementType::F8E3M4 => 29,
+            ElementType::F8E4M3FNUZ => 25,
+            ElementType::F8E5M2FNUZ => 24,
+            ElementType::F8E4M3B11FNUZ => 23,
+            ElementType::F8E8M0FNU => 33,
         }
     }
 
@@ -296,7 +350,8 @@ impl fmt::Display for ElementType {
     label = "not an element type",
     note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, \
             half::f16, half::bf16, Complex64 and Complex128 (num_complex::Complex<f32>/<f64>), \
-            float8::F8E4M3FN and float8::F8E5M2 (customop re-exports these crates and types), or \
+            the float8 types (F8E4M3FN, F8E5M2, F8E4M3, F8E3M4, F8E4M3FNUZ, F8E5M2FNUZ, \
+            F8E4M3B11FNUZ, F8E8M0FNU; customop re-exports these crates and types), or \
             an alias of one; the trait is sealed: other types cannot implement it"
 )]
 pub trait Element: Copy + 'static + sealed::Sealed {
@@ -327,6 +382,12 @@ impl_element!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
     half::f16 => F16, half::bf16 => BF16, Complex64 => C64, Complex128 => C128,
     crate::float8::F8E4M3FN => F8E4M3FN, crate::float8::F8E5M2 => F8E5M2,
+    crate::float8::F8E4M3 => F8E4M3,
+    crate::float8::F8E3M4 => F8E3M4,
+    crate::float8::F8E4M3FNUZ => F8E4M3FNUZ,
+    crate::float8::F8E5M2FNUZ => F8E5M2FNUZ,
+    crate::float8::F8E4M3B11FNUZ => F8E4M3B11FNUZ,
+    crate::float8::F8E8M0FNU => F8E8M0FNU,
 );
 
 /// A ranked tensor type with a static shape, such as `tensor<3x3xf32>`.

@@ -74,6 +74,34 @@ class Eager(unittest.TestCase):
             torch.func.vmap(lambda c, r: ops.example.cache_write(c, r, at=0),
                             in_dims=(None, 0))(cache, torch.ones(2, 2))
 
+    def test_the_fp8_types_torch_has_beyond_e4m3fn_and_e5m2(self):
+        """float8_e4m3fnuz, float8_e5m2fnuz and float8_e8m0fnu cross into customop's kernels and
+        back: every value widens as torch widens it, and rounding is ml_dtypes' (which torch's
+        own differs from for a negative e8m0fnu: torch drops the sign, ml_dtypes says NaN). On
+        torch 2.9 the native kernels have no e8m0fnu (its C shim has no such dtype): refused
+        by name."""
+        import ml_dtypes
+        import numpy as np
+
+        native_29 = LIB.native and torch.__version__.startswith("2.9")
+        for name in ("float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
+            dtype = getattr(torch, name)
+            codes = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype)
+            with self.subTest(type=name):
+                if native_29 and name == "float8_e8m0fnu":
+                    with self.assertRaisesRegex(Exception, "which no customop kernel takes"):
+                        ops.example.widen_f8(codes)
+                    continue
+                got = ops.example.widen_f8(codes)
+                want = codes.float()
+                self.assertTrue(bool(((got.view(torch.int32) == want.view(torch.int32))
+                                      | (got.isnan() & want.isnan())).all()))
+                x = torch.tensor([0.3, -2.5, 3.0, 1e-6, 7e4, -0.0, float("nan")])
+                y = torch.zeros(x.shape, dtype=dtype)
+                ops.example.round_f8(x, y)
+                ref = x.numpy().astype(getattr(ml_dtypes, name)).view(np.uint8)
+                self.assertEqual(y.view(torch.uint8).tolist(), ref.tolist())
+
     def test_backward_through_an_op_raises_naming_it(self):
         cfg = LIB.pack_attr("example::NormCfg", {"scale": 2.0, "shift": 0.5,
                                                  "mode": "ScaleShift"})

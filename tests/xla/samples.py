@@ -82,6 +82,8 @@ def calls(lib: Any) -> list[Call]:
     return [
         Call("example::array_attr", [], {"array": np.arange(4, dtype=np.int32)}, torch=False),
         Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
+        Call("example::round_f8", [x23, np.zeros((2, 3), ml_dtypes.float8_e4m3fn)], batched=(0, 1)),
+        Call("example::widen_f8", [q], batched=(0,)),
         Call("example::rms_norm_nd", [_pos((2, 2, 3), seed=13)], {"eps": np.float32(1e-5)},
              batched=(0,)),
         Call("example::rms_norm_nd_bwd", [x23, _pos((2, 3), seed=14)], {"eps": np.float32(1e-5)},

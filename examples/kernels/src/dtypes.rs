@@ -105,3 +105,78 @@ pub fn scale_f16(
     }
     Ok(())
 }
+
+/// The 8-bit float types, for the conversion ops below: customop's own conversions, which
+/// equal ml_dtypes' bit for bit.
+pub trait Float8: customop::types::Element {
+    /// `x` rounded to the type.
+    fn from_f32(x: f32) -> Self;
+    /// The value, exactly.
+    fn to_f32(self) -> f32;
+}
+
+macro_rules! float8_types {
+    ($($t:ident),*) => {$(
+        impl Float8 for customop::$t {
+            fn from_f32(x: f32) -> Self {
+                customop::$t::from_f32(x)
+            }
+            fn to_f32(self) -> f32 {
+                customop::$t::to_f32(self)
+            }
+        }
+    )*};
+}
+float8_types!(
+    F8E4M3FN,
+    F8E5M2,
+    F8E4M3,
+    F8E3M4,
+    F8E4M3FNUZ,
+    F8E5M2FNUZ,
+    F8E4M3B11FNUZ,
+    F8E8M0FNU
+);
+
+/// `y = x` rounded to `y`'s 8-bit float type (written into `y`, whose type picks it).
+#[custom_op(
+    name = "example::round_f8",
+    dtypes(T = [
+        customop::F8E4M3FN, customop::F8E5M2, customop::F8E4M3, customop::F8E3M4,
+        customop::F8E4M3FNUZ, customop::F8E5M2FNUZ, customop::F8E4M3B11FNUZ, customop::F8E8M0FNU
+    ])
+)]
+pub fn round_f8<T: Float8>(
+    x: TensorRef<'_, f32>,
+    #[inout] mut y: TensorMut<'_, T>,
+) -> Result<(), OpError> {
+    if x.dims() != y.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "round_f8: x is {:?}, y {:?}",
+            x.dims(),
+            y.dims()
+        )));
+    }
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = T::from_f32(v);
+    }
+    Ok(())
+}
+
+/// `y = x` as `f32`, exactly, for any 8-bit float type.
+#[custom_op(
+    name = "example::widen_f8",
+    dtypes(T = [
+        customop::F8E4M3FN, customop::F8E5M2, customop::F8E4M3, customop::F8E3M4,
+        customop::F8E4M3FNUZ, customop::F8E5M2FNUZ, customop::F8E4M3B11FNUZ, customop::F8E8M0FNU
+    ])
+)]
+pub fn widen_f8<T: Float8>(
+    x: TensorRef<'_, T>,
+    #[out(shape = x)] mut y: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    for (o, &v) in y.as_mut_slice().iter_mut().zip(x.as_slice()) {
+        *o = v.to_f32();
+    }
+    Ok(())
+}

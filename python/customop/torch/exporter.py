@@ -166,8 +166,9 @@ def _register_with_jax(lib: TorchLibrary) -> None:
 # The dtypes that torch and numpy do not convert between (`Tensor.numpy()` and
 # `torch.from_numpy` refuse them): numpy has them through ml_dtypes. They cross as the unsigned
 # integers of their size, reinterpreted on both sides.
-_VIA_BITS = {torch.bfloat16: "bfloat16", torch.float8_e4m3fn: "float8_e4m3fn",
-             torch.float8_e5m2: "float8_e5m2"}
+_VIA_BITS = {getattr(torch, name): name for name in (
+    "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e8m0fnu") if hasattr(torch, name)}
 _BITS = {1: (torch.uint8, "uint8"), 2: (torch.int16, "int16")}
 
 

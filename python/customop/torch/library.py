@@ -59,8 +59,11 @@ class TorchLibrary:
         self._handlers = Handlers(self.library)
         types = self.library.manifest.element_types.values()
         # torch's dtype of each element type, by its numpy name (torch spells them alike).
-        self._torch_dtypes = {t.name: getattr(torch, t.numpy) for t in types}
-        self._element_of = {getattr(torch, t.numpy): t for t in types}
+        # (Only those this torch has: 2.9 has no float8_e8m0fnu, none has float8_e4m3.)
+        self._torch_dtypes = {t.name: getattr(torch, t.numpy) for t in types
+                              if isinstance(getattr(torch, t.numpy, None), torch.dtype)}
+        self._element_of = {d: t for t in types for d in [self._torch_dtypes.get(t.name)]
+                            if d is not None}
         # One fragment per op (kept alive: destroying a fragment unregisters what it holds).
         self._fragments: dict[str, torch.library.Library] = {}
         adapted = []
@@ -191,8 +194,14 @@ class TorchLibrary:
         return getattr(getattr(torch.ops, ns), op)
 
     def torch_dtype(self, t: ElementType) -> torch.dtype:
-        """torch's dtype of element type `t`."""
-        return self._torch_dtypes[t.name]
+        """torch's dtype of element type `t`; `SchemaError` naming it where this torch has
+        none."""
+        d = self._torch_dtypes.get(t.name)
+        if d is None:
+            raise SchemaError("torch %s has no dtype for %s (`torch.%s`): an op's %s tensors "
+                              "run from JAX or the Rust runner"
+                              % (torch.__version__, t.name, t.numpy, t.name))
+        return d
 
     # --- descriptors --------------------------------------------------------------------------
 

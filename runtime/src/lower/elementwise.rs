@@ -135,13 +135,17 @@ impl FuncBuilder<'_> {
                 x.ty()
             )));
         }
+        if element == ElementType::F8E8M0FNU {
+            return Err(BuildError::new(format!(
+                "stablehlo.reduce does not take {}: f8E8M0FNU has no zero to start a sum or a \
+                 lowest value to start a max from (it is a scale: convert it first)",
+                x.ty()
+            )));
+        }
         let init = match (op, element.is_float()) {
             (ReduceOp::Add, _) => 0.0,
-            // f8E4M3FN has no infinities: its lowest value is the identity of max.
-            (ReduceOp::Max, true) if element == ElementType::F8E4M3FN => {
-                crate::float8::F8E4M3FN::MIN.to_f64()
-            }
-            (ReduceOp::Max, true) => f64::NEG_INFINITY,
+            // A format without infinities: its lowest value is the identity of max.
+            (ReduceOp::Max, true) => crate::float8::lowest(element).unwrap_or(f64::NEG_INFINITY),
             (ReduceOp::Max, false) if element.is_unsigned() => 0.0,
             (ReduceOp::Max, false) => -(2f64.powi(element.byte_size() as i32 * 8 - 1)),
         };
@@ -183,14 +187,11 @@ pub(super) fn scalar_literal(element: ElementType, value: f64) -> Result<String,
         // of a float type as its bit pattern).
         ElementType::F16 => s = format!("0x{:04X}", half::f16::from_f64(value).to_bits()),
         ElementType::BF16 => s = format!("0x{:04X}", half::bf16::from_f64(value).to_bits()),
-        ElementType::F8E4M3FN => {
-            s = format!(
-                "0x{:02X}",
-                crate::float8::F8E4M3FN::from_f64(value).to_bits()
-            );
-        }
-        ElementType::F8E5M2 => {
-            s = format!("0x{:02X}", crate::float8::F8E5M2::from_f64(value).to_bits());
+        e if e.is_float() && e.byte_size() == 1 => {
+            let bits = crate::float8::bits_of(e, value).ok_or_else(|| {
+                BuildError::new(format!("no {e} constant: this is not an 8-bit float type"))
+            })?;
+            s = format!("0x{bits:02X}");
         }
         // `(re, im)`: a real value, imaginary part zero.
         ElementType::C64 => {

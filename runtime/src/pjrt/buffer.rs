@@ -367,6 +367,12 @@ pub(super) fn buffer_type(t: crate::types::ElementType) -> core::ffi::c_int {
         E::C128 => 15,
         E::F8E5M2 => 16,
         E::F8E4M3FN => 17,
+        E::F8E4M3B11FNUZ => 18,
+        E::F8E5M2FNUZ => 19,
+        E::F8E4M3FNUZ => 20,
+        E::F8E4M3 => 26,
+        E::F8E3M4 => 27,
+        E::F8E8M0FNU => 28,
     }
 }
 

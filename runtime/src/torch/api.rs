@@ -98,7 +98,7 @@ impl Api {
                 })?
             };
         }
-        let dtype_fns: [(&[u8], crate::ElementType); 17] = [
+        let dtype_fns: [(&[u8], crate::ElementType); 19] = [
             (b"aoti_torch_dtype_bool\0", crate::ElementType::Bool),
             (b"aoti_torch_dtype_int8\0", crate::ElementType::I8),
             (b"aoti_torch_dtype_int16\0", crate::ElementType::I16),
@@ -122,6 +122,14 @@ impl Api {
                 b"aoti_torch_dtype_float8_e5m2\0",
                 crate::ElementType::F8E5M2,
             ),
+            (
+                b"aoti_torch_dtype_float8_e4m3fnuz\0",
+                crate::ElementType::F8E4M3FNUZ,
+            ),
+            (
+                b"aoti_torch_dtype_float8_e5m2fnuz\0",
+                crate::ElementType::F8E5M2FNUZ,
+            ),
         ];
         let mut dtypes = Vec::with_capacity(dtype_fns.len());
         for (name, element) in dtype_fns {
@@ -130,6 +138,20 @@ impl Api {
                 .map_err(|e| format!("{path} has no dtype function for {element}: {e}"))?;
             // SAFETY: the function takes nothing and returns a constant.
             dtypes.push((unsafe { f() }, element));
+        }
+        // Types a newer torch has (2.9 has no float8_e8m0fnu): without one, an op on that type
+        // is refused by name (`torch has no dtype for ...`).
+        let newer: [(&[u8], crate::ElementType); 1] = [(
+            b"aoti_torch_dtype_float8_e8m0fnu\0",
+            crate::ElementType::F8E8M0FNU,
+        )];
+        for (name, element) in newer {
+            // SAFETY: `int32_t aoti_torch_dtype_*(void)`, as the header declares it, if the
+            // library has it.
+            if let Ok(f) = unsafe { lib.get::<unsafe extern "C" fn() -> i32>(name) } {
+                // SAFETY: the function takes nothing and returns a constant.
+                dtypes.push((unsafe { (*f)() }, element));
+            }
         }
         let abi_fn: unsafe extern "C" fn() -> u64 = sym!("aoti_torch_abi_version");
         // SAFETY: `uint64_t aoti_torch_abi_version(void)`, a constant.
