@@ -518,7 +518,8 @@ mod tests {
         }
         assert_eq!(ElementType::from_xla_code(0), None);
         assert_eq!(ElementType::from_xla_code(17), None); // TOKEN: not an element type
-        assert_eq!(ElementType::from_xla_code(28), None); // F8E4M3 (with infinities): not supported
+        assert_eq!(ElementType::from_xla_code(28), Some(ElementType::F8E4M3));
+        assert_eq!(ElementType::from_xla_code(21), None); // S4: packed sub-byte, not yet taken
     }
 
     #[test]
