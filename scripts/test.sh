@@ -193,6 +193,7 @@ py_tests "two processes with jax.distributed (gloo), a mesh across them: partiti
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
 py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
+py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
@@ -203,6 +204,7 @@ py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$J
 py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
 py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
 py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
+py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
 unset TORCH_TAG
 # Installing customop as the book says (ranges, not pins) changes nothing in a venv that has
 # what it asks for: pip would install customop and nothing else (no torch or jax replaced).
@@ -251,6 +253,7 @@ declare -A MIN_CHECKS=(
   [xla/test_parallel.py]=4
   [xla/test_ffi_ports.py]=40
   [xla/test_float8.py]=16
+  [xla/test_low_bit.py]=40
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do

@@ -150,6 +150,11 @@ class Handlers:
         t = self.library.manifest.element_types.by_numpy(array.dtype.name)
         if t is None:
             raise TypeError("numpy dtype %s is no customop element type" % array.dtype)
+        if t.is_packed:
+            # numpy keeps one element a byte; the handler reads XLA's packing.
+            raise TypeError("numpy dtype %s is a packed sub-byte type (%s): eager calls take "
+                            "none; call the op through JAX or the Rust runner" % (array.dtype,
+                                                                                  t.name))
         return HostBuffer(t, array.ctypes.data, tuple(array.shape))
 
     def call_numpy(self, op: OpEntry | str, operands: Sequence[np.ndarray],

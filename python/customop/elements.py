@@ -56,6 +56,13 @@ class ElementType:
     numpy: str
     byte_size: int
     kind: ElementKind
+    bits: int = 0
+
+    @property
+    def is_packed(self) -> bool:
+        """A sub-byte type (`i4`, `ui4`, `i2`, `ui2`, `f4E2M1FN`): one element a byte in
+        numpy, packed in XLA's device buffers."""
+        return 0 < self.bits < 8
 
     @property
     def is_float(self) -> bool:
@@ -89,7 +96,8 @@ class ElementType:
         return ElementType(str(json_field(j, "name", "element type")),
                            int(json_field(j, "xla_code", "element type")),
                            str(json_field(j, "numpy", "element type")),
-                           int(json_field(j, "byte_size", "element type")), kind)
+                           int(json_field(j, "byte_size", "element type")), kind,
+                           int(j.get("bits", 8 * int(json_field(j, "byte_size", "element type")))))
 
 
 class ElementTypes(Mapping[str, ElementType]):

@@ -10,6 +10,7 @@ pub mod descriptor;
 pub mod error;
 mod ffi;
 pub mod float8;
+pub mod packed;
 pub mod parallel;
 mod plan;
 mod records;
@@ -45,6 +46,7 @@ pub mod attr {
 pub use descriptor::{Descriptor, DescriptorError};
 pub use error::{ErrorCode, OpError, Refusal};
 pub use ffi::Dictionary;
+pub use packed::{F4E2M1FN, I2, I4, PackedMut, PackedRef, U2, U4};
 pub use schema::OpSchema;
 pub use tensor::{Opaque, TensorMut, TensorRef};
 pub use types::{Complex64, Complex128, Element, ElementType, TensorType};
@@ -76,6 +78,7 @@ pub mod prelude {
     pub use crate::descriptor::{Descriptor, DescriptorError};
     pub use crate::error::OpError;
     pub use crate::ffi::state::{OpState, StateAttrs};
+    pub use crate::packed::{PackedMut, PackedRef};
     pub use crate::tensor::{Opaque, TensorMut, TensorRef};
     pub use crate::types::{ElementType, TensorType};
     pub use customop_macros::{Descriptor, custom_op};
@@ -136,6 +139,7 @@ pub mod __private {
     pub use crate::lower;
     #[cfg(feature = "mlir")]
     pub use crate::lower::op_call;
+    pub use crate::packed;
     pub use crate::plan::OpDef;
     pub use crate::records::*;
     pub use crate::registry::OpEntry;

@@ -57,6 +57,16 @@ pub enum ElementType {
     F8E4M3B11FNUZ,
     /// `f8E8M0FNU`: an unsigned 8-bit power of two (the MX block scale) ([`F8E8M0FNU`](crate::float8::F8E8M0FNU)).
     F8E8M0FNU,
+    /// `i4`: a 4-bit signed integer, two per byte in XLA's buffers ([`I4`](crate::packed::I4)).
+    S4,
+    /// `ui4`: a 4-bit unsigned integer, two per byte ([`U4`](crate::packed::U4)).
+    U4,
+    /// `i2`: a 2-bit signed integer, four per byte ([`I2`](crate::packed::I2)).
+    S2,
+    /// `ui2`: a 2-bit unsigned integer, four per byte ([`U2`](crate::packed::U2)).
+    U2,
+    /// `f4E2M1FN`: a 4-bit float, 2 exponent and 1 mantissa bits, two per byte ([`F4E2M1FN`](crate::packed::F4E2M1FN)).
+    F4E2M1FN,
 }
 
 /// `complex<f32>`: two `f32`s, real part first (`num_complex::Complex<f32>`, `#[repr(C)]`).
@@ -66,7 +76,7 @@ pub type Complex128 = num_complex::Complex<f64>;
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 23] = [
+    pub const ALL: [ElementType; 28] = [
         ElementType::Bool,
         ElementType::I8,
         ElementType::I16,
@@ -90,6 +100,11 @@ impl ElementType {
         ElementType::F8E5M2FNUZ,
         ElementType::F8E4M3B11FNUZ,
         ElementType::F8E8M0FNU,
+        ElementType::S4,
+        ElementType::U4,
+        ElementType::S2,
+        ElementType::U2,
+        ElementType::F4E2M1FN,
     ];
 
     /// The MLIR type spelling: `f32`, `i8`, `ui8`, `i1`, `bf16`, `complex<f32>`, `f8E4M3FN`, ...
@@ -118,6 +133,11 @@ impl ElementType {
             ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
             ElementType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
             ElementType::F8E8M0FNU => "f8E8M0FNU",
+            ElementType::S4 => "i4",
+            ElementType::U4 => "ui4",
+            ElementType::S2 => "i2",
+            ElementType::U2 => "ui2",
+            ElementType::F4E2M1FN => "f4E2M1FN",
         }
     }
 
@@ -150,6 +170,11 @@ impl ElementType {
             ElementType::F8E5M2FNUZ => "float8_e5m2fnuz",
             ElementType::F8E4M3B11FNUZ => "float8_e4m3b11fnuz",
             ElementType::F8E8M0FNU => "float8_e8m0fnu",
+            ElementType::S4 => "int4",
+            ElementType::U4 => "uint4",
+            ElementType::S2 => "int2",
+            ElementType::U2 => "uint2",
+            ElementType::F4E2M1FN => "float4_e2m1fn",
         }
     }
 
@@ -167,6 +192,13 @@ impl ElementType {
             | ElementType::F8E5M2FNUZ
             | ElementType::F8E4M3B11FNUZ
             | ElementType::F8E8M0FNU => 1,
+            // One per byte on the host (numpy, PJRT host buffers); packed in XLA's device
+            // buffers (`packed_bytes`).
+            ElementType::S4
+            | ElementType::U4
+            | ElementType::S2
+            | ElementType::U2
+            | ElementType::F4E2M1FN => 1,
             ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::I32 | ElementType::U32 | ElementType::F32 => 4,
             ElementType::I64 | ElementType::U64 | ElementType::F64 | ElementType::C64 => 8,
@@ -191,7 +223,35 @@ impl ElementType {
                 | ElementType::F8E5M2FNUZ
                 | ElementType::F8E4M3B11FNUZ
                 | ElementType::F8E8M0FNU
+                | ElementType::F4E2M1FN
         )
+    }
+
+    /// The number of bits of one element: 4 and 2 for the packed types, else 8 times the
+    /// byte size.
+    pub const fn bits(self) -> u32 {
+        match self {
+            ElementType::S4 | ElementType::U4 | ElementType::F4E2M1FN => 4,
+            ElementType::S2 | ElementType::U2 => 2,
+            e => 8 * e.byte_size() as u32,
+        }
+    }
+
+    /// Whether XLA packs several elements of this type into a byte in its buffers (the 4- and
+    /// 2-bit types): a kernel takes them as [`PackedRef`](crate::packed::PackedRef) and
+    /// [`PackedMut`](crate::packed::PackedMut).
+    pub const fn is_packed(self) -> bool {
+        self.bits() < 8
+    }
+
+    /// The bytes `n` elements take in XLA's buffers: packed little-end first (element `i` at
+    /// bit `(i % per_byte) * bits` of byte `i / per_byte`), the last byte's spare bits zero.
+    /// `None` on overflow.
+    pub const fn packed_bytes(self, n: usize) -> Option<usize> {
+        match n.checked_mul(self.bits() as usize) {
+            Some(bits) => Some(bits.div_ceil(8)),
+            None => None,
+        }
     }
 
     /// Whether this is a complex type (`complex<f32>`, `complex<f64>`).
@@ -220,6 +280,10 @@ impl ElementType {
                 | ElementType::U16
                 | ElementType::U32
                 | ElementType::U64
+                | ElementType::S4
+                | ElementType::U4
+                | ElementType::S2
+                | ElementType::U2
         )
     }
 
@@ -227,7 +291,12 @@ impl ElementType {
     pub const fn is_unsigned(self) -> bool {
         matches!(
             self,
-            ElementType::U8 | ElementType::U16 | ElementType::U32 | ElementType::U64
+            ElementType::U8
+                | ElementType::U16
+                | ElementType::U32
+                | ElementType::U64
+                | ElementType::U4
+                | ElementType::U2
         )
     }
 
@@ -259,6 +328,11 @@ impl ElementType {
             ElementType::F8E5M2FNUZ => "F8E5M2FNUZ",
             ElementType::F8E4M3B11FNUZ => "F8E4M3B11FNUZ",
             ElementType::F8E8M0FNU => "F8E8M0FNU",
+            ElementType::S4 => "S4",
+            ElementType::U4 => "U4",
+            ElementType::S2 => "S2",
+            ElementType::U2 => "U2",
+            ElementType::F4E2M1FN => "F4E2M1FN",
         }
     }
 
@@ -288,6 +362,11 @@ impl ElementType {
             ElementType::F8E5M2FNUZ => 24,
             ElementType::F8E4M3B11FNUZ => 23,
             ElementType::F8E8M0FNU => 33,
+            ElementType::S4 => 21,
+            ElementType::U4 => 22,
+            ElementType::S2 => 26,
+            ElementType::U2 => 27,
+            ElementType::F4E2M1FN => 32,
         }
     }
 
@@ -324,6 +403,7 @@ impl ElementType {
                     "xla_code": t.xla_code(),
                     "numpy": t.numpy_name(),
                     "byte_size": t.byte_size(),
+                    "bits": t.bits(),
                     "kind": t.kind_name(),
                 })
             })
@@ -352,7 +432,9 @@ impl fmt::Display for ElementType {
             half::f16, half::bf16, Complex64 and Complex128 (num_complex::Complex<f32>/<f64>), \
             the float8 types (F8E4M3FN, F8E5M2, F8E4M3, F8E3M4, F8E4M3FNUZ, F8E5M2FNUZ, \
             F8E4M3B11FNUZ, F8E8M0FNU; customop re-exports these crates and types), or \
-            an alias of one; the trait is sealed: other types cannot implement it"
+            an alias of one; the trait is sealed: other types cannot implement it. The packed \
+            sub-byte types (I4, U4, I2, U2, F4E2M1FN) are taken as `PackedRef<'_, T>` and \
+            `PackedMut<'_, T>`, not `TensorRef`/`TensorMut`"
 )]
 pub trait Element: Copy + 'static + sealed::Sealed {
     /// The element type of this Rust type.
@@ -389,6 +471,27 @@ impl_element!(
     crate::float8::F8E4M3B11FNUZ => F8E4M3B11FNUZ,
     crate::float8::F8E8M0FNU => F8E8M0FNU,
 );
+
+/// A type with an element type: every [`Element`], and the packed sub-byte types of
+/// [`packed`](crate::packed) (which a kernel takes as `PackedRef`/`PackedMut`). What a
+/// declaration's tensor types are read through.
+pub trait ElementOf {
+    /// The element type.
+    const ELEMENT_TYPE: ElementType;
+}
+
+impl<T: Element> ElementOf for T {
+    const ELEMENT_TYPE: ElementType = <T as Element>::ELEMENT_TYPE;
+}
+
+macro_rules! packed_element_of {
+    ($($t:ident),*) => {$(
+        impl ElementOf for crate::packed::$t {
+            const ELEMENT_TYPE: ElementType = <crate::packed::$t as crate::packed::Packed>::ELEMENT_TYPE;
+        }
+    )*};
+}
+packed_element_of!(I4, U4, I2, U2, F4E2M1FN);
 
 /// A ranked tensor type with a static shape, such as `tensor<3x3xf32>`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -519,7 +622,8 @@ mod tests {
         assert_eq!(ElementType::from_xla_code(0), None);
         assert_eq!(ElementType::from_xla_code(17), None); // TOKEN: not an element type
         assert_eq!(ElementType::from_xla_code(28), Some(ElementType::F8E4M3));
-        assert_eq!(ElementType::from_xla_code(21), None); // S4: packed sub-byte, not yet taken
+        assert_eq!(ElementType::from_xla_code(21), Some(ElementType::S4));
+        assert_eq!(ElementType::from_xla_code(30), None); // S1: no StableHLO type but i1 (pred)
     }
 
     #[test]

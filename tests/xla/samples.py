@@ -28,8 +28,8 @@ class Call:
     """One op call: `operands` in the op's operand order, `attrs` by name, and `batched`: the
     operand indices that vmap batches (the others, externals among them, stay unbatched; an op
     with none, which takes no tensor, has nothing to batch). `torch` is False for an op that
-    torch refuses by name (an `#[attrs]` dictionary, which no torch schema expresses, or no
-    tensor operand to dispatch on)."""
+    torch refuses by name (an `#[attrs]` dictionary, which no torch schema expresses, no tensor
+    operand to dispatch on, or packed sub-byte tensors)."""
     op: str
     operands: list[np.ndarray]
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +82,13 @@ def calls(lib: Any) -> list[Call]:
     return [
         Call("example::array_attr", [], {"array": np.arange(4, dtype=np.int32)}, torch=False),
         Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
+        Call("example::unpack_int", [(np.arange(6) % 16 - 8).astype(ml_dtypes.int4).reshape(2, 3)],
+             batched=(0,), torch=False),
+        Call("example::pack_i4", [np.arange(-3, 3, dtype=np.int32).reshape(2, 3)], batched=(0,),
+             torch=False),
+        Call("example::round_f4", [x23 - 2.0], batched=(0,), torch=False),
+        Call("example::widen_f4", [(x23 - 2.0).astype(ml_dtypes.float4_e2m1fn)], batched=(0,),
+             torch=False),
         Call("example::round_f8", [x23, np.zeros((2, 3), ml_dtypes.float8_e4m3fn)], batched=(0, 1)),
         Call("example::widen_f8", [q], batched=(0,)),
         Call("example::rms_norm_nd", [_pos((2, 2, 3), seed=13)], {"eps": np.float32(1e-5)},

@@ -13,7 +13,8 @@
 //!   panics;
 //! - `generic`: one op for several element types (`dtypes`) with declared derivatives;
 //! - `derivatives`: second derivatives and tangent ops (`vjp`, `jvp` of backward ops);
-//! - `dtypes`: complex, fp8, bf16, f16;
+//! - `dtypes`: complex, the eight fp8 types, bf16, f16;
+//! - `low_bit`: packed sub-byte tensors (`i4`, `ui4`, `i2`, `ui2`, `f4E2M1FN`);
 //! - `attributes`: every attribute of a call as one dictionary (`#[attrs]`), array attributes;
 //! - `in_place`: tensors updated in place (`#[inout]`);
 //! - `any_rank`: outputs whose rank follows an input's (`[..x.dims(..-1)]`);
@@ -29,6 +30,7 @@ pub mod dtypes;
 pub mod externals;
 pub mod generic;
 pub mod in_place;
+pub mod low_bit;
 pub mod parallel;
 pub mod partitioned;
 pub mod seed;

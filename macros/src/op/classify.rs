@@ -46,7 +46,10 @@ fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem<'_>, Option<usize>), (Sp
         )
     };
     let elem = match args.first() {
-        Some(syn::GenericArgument::Type(ty)) => Elem { ty },
+        Some(syn::GenericArgument::Type(ty)) => Elem {
+            ty,
+            packed: kind.starts_with("Packed"),
+        },
         _ => return Err(bad()),
     };
     let rank = match args.get(1) {
@@ -78,7 +81,8 @@ fn tensor_parts(seg: &syn::PathSegment) -> Result<(Elem<'_>, Option<usize>), (Sp
 pub(super) fn classify<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
     match classify_kind(ty, pa) {
         Kind::Invalid(span, message, _) => {
-            let tensor_mut = last_segment(ty).is_some_and(|s| s.ident == "TensorMut");
+            let tensor_mut =
+                last_segment(ty).is_some_and(|s| s.ident == "TensorMut" || s.ident == "PackedMut");
             let intent = if pa.out.is_some() || tensor_mut {
                 Intent::Output
             } else {
@@ -159,10 +163,15 @@ fn classify_kind<'a>(ty: &'a syn::Type, pa: &ParamAttrs) -> Kind<'a> {
         return classify_attr(ty);
     }
     let seg = last_segment(ty);
-    let kind = seg.map(|s| s.ident.to_string());
+    // A packed sub-byte tensor is a tensor, bound differently (`Elem::packed`).
+    let kind = seg.map(|s| match s.ident.to_string().as_str() {
+        "PackedRef" => "TensorRef".to_string(),
+        "PackedMut" => "TensorMut".to_string(),
+        other => other.to_string(),
+    });
     if let Some(span) = pa.inout {
         return match (kind.as_deref(), seg.map(tensor_parts)) {
-            (Some("TensorMut"), Some(Ok((elem, rank)))) => Kind::Tensor {
+            (Some("TensorMut"), Some(Ok((elem, rank)))) if !elem.packed => Kind::Tensor {
                 elem,
                 rank,
                 inout: true,

@@ -48,6 +48,8 @@ pub(crate) struct Param<'a> {
 #[derive(Clone)]
 pub(crate) struct Elem<'a> {
     pub(crate) ty: &'a syn::Type,
+    /// A packed sub-byte type (`PackedRef`/`PackedMut`): bound by `Packed`, not `Element`.
+    pub(crate) packed: bool,
 }
 
 /// How an attribute parameter is passed. Which types are allowed is the runtime's attribute

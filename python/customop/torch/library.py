@@ -36,6 +36,12 @@ def torch_refusal(sch: Any) -> str | None:
     if not sch.operands:
         return ("%s takes no tensor, and torch's dispatcher picks a kernel by its tensors' "
                 "devices" % sch.name)
+    packed = [p.name for p in (*sch.operands, *sch.results)
+              if getattr(getattr(p, "dtype", None), "is_packed", False)
+              or any(t.is_packed for t in getattr(getattr(p, "dtype", None), "allowed", ()))]
+    if packed:
+        return ("%s takes packed sub-byte tensors (`%s`), which torch has no dtype for as XLA "
+                "packs them" % (sch.name, packed[0]))
     return None
 
 
@@ -60,8 +66,10 @@ class TorchLibrary:
         types = self.library.manifest.element_types.values()
         # torch's dtype of each element type, by its numpy name (torch spells them alike).
         # (Only those this torch has: 2.9 has no float8_e8m0fnu, none has float8_e4m3.)
+        # torch's own sub-byte dtypes (torch.int4, ...) are not XLA's packing: never those.
         self._torch_dtypes = {t.name: getattr(torch, t.numpy) for t in types
-                              if isinstance(getattr(torch, t.numpy, None), torch.dtype)}
+                              if not t.is_packed
+                              and isinstance(getattr(torch, t.numpy, None), torch.dtype)}
         self._element_of = {d: t for t in types for d in [self._torch_dtypes.get(t.name)]
                             if d is not None}
         # One fragment per op (kept alive: destroying a fragment unregisters what it holds).

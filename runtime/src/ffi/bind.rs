@@ -231,6 +231,40 @@ impl<'c, 'f> Binder<'c, 'f> {
         self.cx.tensor_ref(o, name)
     }
 
+    /// The next parameter, a tensor input of a packed sub-byte type (`PackedRef`).
+    pub fn packed_input<T: crate::packed::Packed, const RANK: usize>(
+        &self,
+    ) -> Result<crate::packed::PackedRef<'f, T, RANK>, OpError> {
+        let (name, o) = self.operand(Want::Tensor)?;
+        self.cx.packed_ref(o, name)
+    }
+
+    /// The next output, of a packed sub-byte type (`PackedMut`), its shape checked against
+    /// the rule as [`output`](Binder::output)'s.
+    pub fn packed_output<T: crate::packed::Packed, const RANK: usize>(
+        &self,
+    ) -> Result<crate::packed::PackedMut<'f, T, RANK>, OpError> {
+        let (i, r, name) = self.next_result()?;
+        let ResultPlan::Tensor { shape, .. } = r else {
+            return Err(self.mismatch(name, "an output"));
+        };
+        let env = FrameEnv(self.cx);
+        self.cx.packed_view(
+            i,
+            name,
+            |got| shape.matches(got, &env),
+            || {
+                shape.eval(&env).map_err(|(d, e)| {
+                    op_err(
+                        &self.schema.name,
+                        Refusal::WrongShape,
+                        format!("output `{name}`: {}", shape.explain(d, &e)),
+                    )
+                })
+            },
+        )
+    }
+
     /// The next parameter, an external, unpacked with full validation.
     pub fn external<T: Descriptor>(&self) -> Result<T, OpError> {
         let (name, o) = self.operand(Want::External)?;

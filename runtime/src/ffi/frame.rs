@@ -63,17 +63,7 @@ pub(super) fn element_name(code: i32) -> String {
 
 /// The names of XLA FFI's element types customop takes no tensor of (the other codes of its C
 /// API's `XLA_FFI_DataType`), for messages: a wrong dtype says `s4`, not only a number.
-const OTHER_XLA_TYPES: [(i32, &str); 9] = [
-    (0, "invalid"),
-    (17, "token"),
-    (21, "s4"),
-    (22, "u4"),
-    (26, "s2"),
-    (27, "u2"),
-    (30, "s1"),
-    (31, "u1"),
-    (32, "f4E2M1FN"),
-];
+const OTHER_XLA_TYPES: [(i32, &str); 4] = [(0, "invalid"), (17, "token"), (30, "s1"), (31, "u1")];
 
 #[cfg(test)]
 mod element_name_tests {
@@ -83,8 +73,8 @@ mod element_name_tests {
     fn every_code_has_a_name() {
         assert_eq!(element_name(11), "f32");
         assert_eq!(
-            element_name(21),
-            "s4 (XLA dtype 21, which customop does not take)"
+            element_name(30),
+            "s1 (XLA dtype 30, which customop does not take)"
         );
         assert_eq!(element_name(99), "XLA dtype 99");
         // Every code of XLA_FFI_DataType (0 to 33 but 13 and 14, which are XLA's tuple and
@@ -289,11 +279,13 @@ impl<'f> CallCx<'f> {
         (0..if is_arg { a } else { r }).filter_map(move |i| {
             let raw = self.raw(is_arg, i).ok()?;
             let n = element_count(raw.dims).ok()?;
-            let bytes = u32::try_from(raw.dtype)
+            // The bytes it spans (packed types: several elements a byte).
+            let len = u32::try_from(raw.dtype)
                 .ok()
                 .and_then(ElementType::from_xla_code)
-                .map_or(1, |e| e.byte_size());
-            Some((i, (raw.data as usize, n.saturating_mul(bytes))))
+                .map_or(Some(n), |e| e.packed_bytes(n))
+                .unwrap_or(usize::MAX);
+            Some((i, (raw.data as usize, len)))
         })
     }
 

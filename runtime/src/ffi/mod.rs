@@ -13,6 +13,7 @@ pub(crate) mod eager;
 mod entry;
 mod frame;
 mod inplace;
+mod packed;
 pub mod state;
 pub(crate) mod table;
 

@@ -147,7 +147,7 @@ impl FuncBuilder<'_> {
             // A format without infinities: its lowest value is the identity of max.
             (ReduceOp::Max, true) => crate::float8::lowest(element).unwrap_or(f64::NEG_INFINITY),
             (ReduceOp::Max, false) if element.is_unsigned() => 0.0,
-            (ReduceOp::Max, false) => -(2f64.powi(element.byte_size() as i32 * 8 - 1)),
+            (ReduceOp::Max, false) => -(2f64.powi(element.bits() as i32 - 1)),
         };
         let init = self.constant_splat(&TensorType::scalar(element), init)?;
         let shape: Vec<i64> = x
@@ -217,7 +217,7 @@ pub(super) fn scalar_literal(element: ElementType, value: f64) -> Result<String,
             s = (value == 1.0).to_string();
         }
         _ => {
-            let bits = element.byte_size() as u32 * 8;
+            let bits = element.bits();
             let (lo, hi) = if element.is_unsigned() {
                 (0f64, 2f64.powi(bits as i32) - 1.0)
             } else {

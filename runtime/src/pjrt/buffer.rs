@@ -249,7 +249,9 @@ pub(super) fn read_buffer(b: &Buffer<'_>, allow_in_place: bool) -> Result<HostTe
     let size = super::host::byte_len(&ty).map_err(|e| RunError::Output(e.to_string()))?;
     let mut data = vec![0u8; size];
     if size > 0 {
-        if allow_in_place && in_place(b)? {
+        // A packed sub-byte type is packed on the device and one element a byte on the host:
+        // PJRT unpacks it.
+        if allow_in_place && !element.is_packed() && in_place(b)? {
             let mut up = sys::PJRT_Buffer_UnsafePointer_Args::new();
             up.buffer = b.raw;
             plugin.call(
@@ -373,6 +375,11 @@ pub(super) fn buffer_type(t: crate::types::ElementType) -> core::ffi::c_int {
         E::F8E4M3 => 26,
         E::F8E3M4 => 27,
         E::F8E8M0FNU => 28,
+        E::S4 => 21,
+        E::U4 => 22,
+        E::S2 => 24,
+        E::U2 => 25,
+        E::F4E2M1FN => 29,
     }
 }
 

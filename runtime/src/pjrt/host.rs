@@ -84,6 +84,17 @@ impl HostTensor {
                 "{ty}: a bool byte is neither 0 nor 1"
             )));
         }
+        // A packed sub-byte type on the host: one element a byte, in its low bits (as
+        // ml_dtypes keeps it); PJRT would drop the high bits silently.
+        let bits = ty.element().bits();
+        if ty.element().is_packed()
+            && let Some(b) = bytes.iter().find(|&&b| b >> bits != 0)
+        {
+            return Err(RunError::Input(format!(
+                "{ty}: the byte {b:#04x} holds more than the type's {bits} bits (one element a \
+                 byte, in its low bits)"
+            )));
+        }
         Ok(HostTensor { ty, bytes })
     }
 

@@ -136,6 +136,8 @@ fn compiled_parameters_name_every_element_type() {
             let bytes: Vec<u8> = (0..n)
                 .map(|b| match t.element() {
                     ElementType::Bool => (b % 2) as u8,
+                    // One element a byte, in its low bits.
+                    e if e.is_packed() => (b * 7 + i) as u8 & ((1 << e.bits()) - 1),
                     _ => (b * 7 + i) as u8 & 0x3f,
                 })
                 .collect();
@@ -143,6 +145,12 @@ fn compiled_parameters_name_every_element_type() {
         })
         .collect();
     assert_eq!(exe.run(&inputs).unwrap(), inputs);
+    let i4 = TensorType::new(ElementType::S4, [2]).unwrap();
+    let e = HostTensor::from_bytes(i4, vec![0x07, 0x1F]).unwrap_err();
+    assert!(
+        e.to_string().contains("holds more than the type's 4 bits"),
+        "{e}"
+    );
 }
 
 /// Outputs read in place and through `PJRT_Buffer_ToHostBuffer` are the same (f32, i8, and a

@@ -16,16 +16,26 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         let id = &prm.ident;
         let at = prm.ty.span();
         match &prm.kind {
-            Kind::Tensor { inout: false, .. } => {
-                binds.push(quote_spanned!(at=> let #id = __b.input()?;));
+            Kind::Tensor {
+                inout: false, elem, ..
+            } => {
+                if elem.packed {
+                    binds.push(quote_spanned!(at=> let #id = __b.packed_input()?;));
+                } else {
+                    binds.push(quote_spanned!(at=> let #id = __b.input()?;));
+                }
                 call_args.push(quote!(#id));
             }
             Kind::Tensor { inout: true, .. } => {
                 binds.push(quote_spanned!(at=> let #id = __b.inout()?;));
                 call_args.push(quote!(#id));
             }
-            Kind::Output { .. } => {
-                binds.push(quote_spanned!(at=> let #id = __b.output()?;));
+            Kind::Output { elem, .. } => {
+                if elem.packed {
+                    binds.push(quote_spanned!(at=> let #id = __b.packed_output()?;));
+                } else {
+                    binds.push(quote_spanned!(at=> let #id = __b.output()?;));
+                }
                 call_args.push(quote!(#id));
             }
             Kind::External {
@@ -140,7 +150,7 @@ fn dispatch(op: &Op<'_>, p: &TokenStream, body: &TokenStream) -> TokenStream {
         let inner = level(rest, p, body);
         let arms = v.types.iter().map(|t| {
             quote! {
-                if #dt == <#t as #p::types::Element>::ELEMENT_TYPE {
+                if #dt == <#t as #p::types::ElementOf>::ELEMENT_TYPE {
                     #[allow(non_camel_case_types)]
                     type #alias = #t;
                     #inner

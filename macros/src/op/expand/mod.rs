@@ -218,7 +218,7 @@ fn in_companion(path: &syn::Path) -> syn::Path {
 
 /// `<T as Element>::ELEMENT_TYPE`, at the user's type.
 fn element(p: &TokenStream, ty: &syn::Type) -> TokenStream {
-    quote_spanned!(ty.span()=> <#ty as #p::types::Element>::ELEMENT_TYPE)
+    quote_spanned!(ty.span()=> <#ty as #p::types::ElementOf>::ELEMENT_TYPE)
 }
 
 /// The `where` clause of every generated function that names the user's types (`definition`,
@@ -238,15 +238,23 @@ fn bounds(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     let mut out: Vec<TokenStream> = Vec::new();
     for prm in &op.params {
         match &prm.kind {
-            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => match op.var_of(elem.ty) {
-                // A type parameter is out of scope here: each of its types is bounded instead.
-                Some(v) => {
-                    for t in &v.types {
-                        out.push(bound(t, quote!(#p::types::Element)));
+            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } => {
+                let tr = if elem.packed {
+                    quote!(#p::packed::Packed)
+                } else {
+                    quote!(#p::types::Element)
+                };
+                match op.var_of(elem.ty) {
+                    // A type parameter is out of scope here: each of its types is bounded
+                    // instead.
+                    Some(v) => {
+                        for t in &v.types {
+                            out.push(bound(t, tr.clone()));
+                        }
                     }
+                    None => out.push(bound(elem.ty, tr)),
                 }
-                None => out.push(bound(elem.ty, quote!(#p::types::Element))),
-            },
+            }
             Kind::External {
                 inner,
                 borrow: false,
