@@ -340,13 +340,9 @@ impl<'a, T: Packed, const RANK: usize> PackedMut<'a, T, RANK> {
         self.len == 0
     }
 
-    /// Element `i`, if there is one.
+    /// Element `i`, if there is one (iteration and blocks: [`as_ref`](PackedMut::as_ref)).
     pub fn get(&self, i: usize) -> Option<T> {
-        if i < self.len {
-            read(self.bytes, i)
-        } else {
-            None
-        }
+        self.as_ref().get(i)
     }
 
     /// Writes element `i`. Panics if `i` is not below [`len`](PackedMut::len), as a slice

@@ -253,15 +253,7 @@ impl<'c, 'f> Binder<'c, 'f> {
             i,
             name,
             |got| shape.matches(got, &env),
-            || {
-                shape.eval(&env).map_err(|(d, e)| {
-                    op_err(
-                        &self.schema.name,
-                        Refusal::WrongShape,
-                        format!("output `{name}`: {}", shape.explain(d, &e)),
-                    )
-                })
-            },
+            || self.expected_shape(name, shape, &env),
         )
     }
 
@@ -320,15 +312,7 @@ impl<'c, 'f> Binder<'c, 'f> {
             i,
             name,
             |got| shape.matches(got, &env),
-            || {
-                shape.eval(&env).map_err(|(d, e)| {
-                    op_err(
-                        &self.schema.name,
-                        Refusal::WrongShape,
-                        format!("output `{name}`: {}", shape.explain(d, &e)),
-                    )
-                })
-            },
+            || self.expected_shape(name, shape, &env),
         )
     }
 
@@ -343,6 +327,24 @@ impl<'c, 'f> Binder<'c, 'f> {
             .position(|r| matches!(r, ResultPlan::Updated { operand } if *operand == o))
             .ok_or_else(|| self.mismatch(name, "a tensor updated in place"))?;
         self.cx.inplace_view(o, ret, name)
+    }
+
+    /// The shape output `name`'s rule gives in this call (for the message when XLA passed
+    /// another), or why it has none.
+    #[cold]
+    fn expected_shape(
+        &self,
+        name: &str,
+        shape: &crate::plan::OutputShape,
+        env: &FrameEnv<'_, '_>,
+    ) -> Result<Vec<i64>, OpError> {
+        shape.eval(env).map_err(|(d, e)| {
+            op_err(
+                &self.schema.name,
+                Refusal::WrongShape,
+                format!("output `{name}`: {}", shape.explain(d, &e)),
+            )
+        })
     }
 
     /// The op's `#[state]`: XLA's for this call site, or the process cache's.

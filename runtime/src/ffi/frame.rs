@@ -146,13 +146,25 @@ impl<'f> CallCx<'f> {
         name: &str,
         rank: usize,
     ) -> Result<usize, OpError> {
-        if raw.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
+        self.typed_as(raw, name, rank, T::ELEMENT_TYPE, core::mem::align_of::<T>())
+    }
+
+    /// [`typed`](CallCx::typed) for element type `element`, whose Rust type is aligned to
+    /// `align` (a packed type's, 1).
+    pub(super) fn typed_as(
+        &self,
+        raw: &Raw<'f>,
+        name: &str,
+        rank: usize,
+        element: ElementType,
+        align: usize,
+    ) -> Result<usize, OpError> {
+        if raw.dtype as u32 != element.xla_code() {
             return Err(op_err(
                 self.op,
                 Refusal::WrongDtype,
                 format!(
-                    "parameter `{name}`: expected a tensor of {}, got {}",
-                    T::ELEMENT_TYPE,
+                    "parameter `{name}`: expected a tensor of {element}, got {}",
                     element_name(raw.dtype)
                 ),
             ));
@@ -181,14 +193,13 @@ impl<'f> CallCx<'f> {
                 format!("parameter `{name}`: {n} elements at a null pointer"),
             ));
         }
-        if n > 0 && (raw.data as usize) % core::mem::align_of::<T>() != 0 {
+        if n > 0 && (raw.data as usize) % align != 0 {
             return Err(op_err(
                 self.op,
                 Refusal::Misaligned,
                 format!(
-                    "parameter `{name}`: buffer at {:p} is not aligned for {}",
-                    raw.data,
-                    T::ELEMENT_TYPE
+                    "parameter `{name}`: buffer at {:p} is not aligned for {element}",
+                    raw.data
                 ),
             ));
         }

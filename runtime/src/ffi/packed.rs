@@ -3,60 +3,27 @@
 //! overlap nothing), with the buffer's length in packed bytes.
 
 use super::CallCx;
-use super::frame::{Raw, element_name, op_err};
+use super::frame::{Raw, op_err};
 use crate::error::{OpError, Refusal};
 use crate::packed::{Packed, PackedMut, PackedRef};
-use crate::tensor::{ANY_RANK, element_count};
 
 impl<'f> CallCx<'f> {
     /// The packed bytes `raw` holds as a tensor of `T` of rank `rank`: type, rank, count and
-    /// pointer checked.
+    /// pointer checked as a dense tensor's are.
     fn packed_len<T: Packed>(
         &self,
         raw: &Raw<'f>,
         name: &str,
         rank: usize,
     ) -> Result<usize, OpError> {
-        if raw.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongDtype,
-                format!(
-                    "parameter `{name}`: expected a tensor of {}, got {}",
-                    T::ELEMENT_TYPE,
-                    element_name(raw.dtype)
-                ),
-            ));
-        }
-        if rank != ANY_RANK && raw.dims.len() != rank {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongRank,
-                format!(
-                    "parameter `{name}`: expected rank {rank}, got shape {:?}",
-                    raw.dims
-                ),
-            ));
-        }
-        let bad = |e: String| {
+        let n = self.typed_as(raw, name, rank, T::ELEMENT_TYPE, 1)?;
+        T::ELEMENT_TYPE.packed_bytes(n).ok_or_else(|| {
             op_err(
                 self.op,
                 Refusal::BadShape,
-                format!("parameter `{name}`: {e}"),
+                format!("parameter `{name}`: shape {:?} overflows", raw.dims),
             )
-        };
-        let n = element_count(raw.dims).map_err(|e| bad(e.message))?;
-        let bytes = T::ELEMENT_TYPE
-            .packed_bytes(n)
-            .ok_or_else(|| bad(format!("shape {:?} overflows", raw.dims)))?;
-        if bytes > 0 && raw.data.is_null() {
-            return Err(op_err(
-                self.op,
-                Refusal::NullData,
-                format!("parameter `{name}`: {n} elements at a null pointer"),
-            ));
-        }
-        Ok(bytes)
+        })
     }
 
     /// Argument `i` as a read-only packed tensor of `T`.
