@@ -2,7 +2,7 @@
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
 # Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager | --torch-cpp | --mut-jit |
 #                                    --parallel | --state | --jax-rules | --torch-autograd |
-#                                    --in-place]
+#                                    --in-place | --int4]
 # (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
 #  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py;
 #  --torch-cpp: a customop op against the same op as a C++ extension op, on torch 2.9 and the
@@ -15,7 +15,9 @@
 #  --torch-autograd: the autograd layer against torch.library.custom_op and a C++ op, on torch 2.9
 #    and the newest: torch_autograd.py;
 #  --in-place: a donated #[inout] update of a 256 MB tensor against the same not donated, and
-#    jnp's own in-place update: in_place.py)
+#    jnp's own in-place update: in_place.py;
+#  --int4: an i4 weight-only matmul against jnp's dequantize-then-dot and torch's int4 kernel:
+#    int4.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 set -euo pipefail
@@ -42,6 +44,17 @@ case "${1:-}" in
   --jax-rules) kernels; in_venvs jax_rules.py target/xla-venv target/jax-oldest-venv; exit 0 ;;
   --torch-autograd) kernels; in_venvs torch_autograd.py target/xla-venv target/torch-venv; exit 0 ;;
   --torch-cpp) kernels; in_venvs torch_cpp.py target/xla-venv target/torch-venv; exit 0 ;;
+  --int4)
+    kernels
+    # The same kernels built for this machine's CPU (AVX-512 here), as a team serving on one
+    # kind of machine would build them.
+    RUSTFLAGS="-C target-cpu=native" cargo build --locked --release -q \
+      -p customop-example-kernels --target-dir target/kernels-native
+    target/xla-venv/bin/python benches/compare/int4.py jax "$CUSTOMOP_KERNELS" \
+      "$PWD/target/kernels-native/release/libcustomop_example_kernels.so"
+    target/torch-venv/bin/python benches/compare/int4.py torch
+    exit 0
+    ;;
   --parallel)
     kernels
     cargo build --locked --release -q -p customop-examples --bin pjrt_bench

@@ -491,6 +491,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::layer_norm_serial",
             "example::make_stats",
             "example::masked_split",
+            "example::matmul_i4",
             "example::mean_pool",
             "example::mean_pool_bwd",
             "example::pack_i4",

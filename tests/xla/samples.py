@@ -84,6 +84,9 @@ def calls(lib: Any) -> list[Call]:
         Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
         Call("example::unpack_int", [(np.arange(6) % 16 - 8).astype(ml_dtypes.int4).reshape(2, 3)],
              batched=(0,), torch=False),
+        Call("example::matmul_i4", [x23, (np.arange(12) % 16 - 8).astype(ml_dtypes.int4)
+                                    .reshape(3, 4), np.full((1, 4), 0.5, np.float32)],
+             batched=(0,), torch=False),
         Call("example::pack_i4", [np.arange(-3, 3, dtype=np.int32).reshape(2, 3)], batched=(0,),
              torch=False),
         Call("example::round_f4", [x23 - 2.0], batched=(0,), torch=False),

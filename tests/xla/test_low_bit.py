@@ -75,5 +75,31 @@ class PackedTensors(unittest.TestCase):
                                      [np.zeros(3, np.int32)])
 
 
+class MatmulI4(unittest.TestCase):
+    """`example::matmul_i4`: `x · (w · scales)` with `w` packed `i4` and a scale per group of
+    rows, against numpy on ml_dtypes' int4 values, at decode and prefill sizes and a column
+    count that is not a multiple of the kernel's block."""
+
+    def test_equals_the_dequantized_product(self):
+        rng = np.random.default_rng(1)
+        for m, k, n, groups in ((1, 256, 512, 2), (8, 256, 300, 4), (5, 128, 64, 1)):
+            with self.subTest(m=m, k=k, n=n):
+                x = rng.normal(size=(m, k)).astype(np.float32)
+                w = rng.integers(-8, 8, size=(k, n)).astype(ml_dtypes.int4)
+                s = rng.uniform(0.01, 0.02, size=(groups, n)).astype(np.float32)
+                got = np.asarray(crosscheck.jit(PATH, OPS.matmul_i4)(x, w, s))
+                deq = (w.astype(np.float64).reshape(groups, k // groups, n)
+                       * s[:, None, :]).reshape(k, n)
+                np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5,
+                                           atol=1e-5)
+
+    def test_shapes_that_do_not_fit_are_refused(self):
+        x = np.ones((1, 8), np.float32)
+        with self.assertRaisesRegex(Exception, r"scales \[G, N\] with G dividing K"):
+            OPS.matmul_i4(x, np.zeros((8, 4), ml_dtypes.int4), np.ones((3, 4), np.float32))
+        with self.assertRaisesRegex(Exception, r"N even"):
+            OPS.matmul_i4(x, np.zeros((8, 3), ml_dtypes.int4), np.ones((1, 3), np.float32))
+
+
 if __name__ == "__main__":
     unittest.main()

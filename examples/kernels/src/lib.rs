@@ -15,6 +15,7 @@
 //! - `derivatives`: second derivatives and tangent ops (`vjp`, `jvp` of backward ops);
 //! - `dtypes`: complex, the eight fp8 types, bf16, f16;
 //! - `low_bit`: packed sub-byte tensors (`i4`, `ui4`, `i2`, `ui2`, `f4E2M1FN`);
+//! - `quant`: an `i4` weight-only quantized matrix product over the pool;
 //! - `attributes`: every attribute of a call as one dictionary (`#[attrs]`), array attributes;
 //! - `in_place`: tensors updated in place (`#[inout]`);
 //! - `any_rank`: outputs whose rank follows an input's (`[..x.dims(..-1)]`);
@@ -33,6 +34,7 @@ pub mod in_place;
 pub mod low_bit;
 pub mod parallel;
 pub mod partitioned;
+pub mod quant;
 pub mod seed;
 pub mod shapes;
 pub mod state;

@@ -1,0 +1,112 @@
+"""An i4 weight-only matrix product (`example::matmul_i4`: weights [K, N] packed two a byte,
+one f32 scale per 128 rows) against its references, at decode (M = 1, 8) and prefill
+(M = 128) sizes, K = N = 4096, one run:
+
+    bash benches/compare/run.sh --int4
+
+`python int4.py jax LIB...`: under jax.jit, each kernel library given (the default build, and
+one built with -C target-cpu=native) against the jnp reference, dequantize then dot (jitted;
+XLA fuses the dequantization into a 64 MB f32 weight matrix). `python int4.py torch`: torch's
+own int4 CPU kernel (`aten._weight_int4pack_mm_for_cpu`, weights packed as torch packs them),
+with f32 and bf16 inputs. Each figure is the median of 9 calls after 3 warm-ups, results
+awaited; every product is checked against the f64 reference first.
+"""
+import statistics
+import sys
+import time
+
+import numpy as np
+
+K = N = 4096
+GROUP = 128
+SIZES = (1, 8, 128)
+
+
+def median_ms(f, *args):
+    for _ in range(3):
+        f(*args)
+    times = []
+    for _ in range(9):
+        t = time.perf_counter()
+        f(*args)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def weights():
+    rng = np.random.default_rng(0)
+    q = rng.integers(-8, 8, size=(K, N)).astype(np.int8)
+    s = rng.uniform(0.005, 0.015, size=(K // GROUP, N)).astype(np.float32)
+    return q, s
+
+
+def reference(x, q, s):
+    deq = (q.astype(np.float64).reshape(K // GROUP, GROUP, N) * s[:, None, :]).reshape(K, N)
+    return x.astype(np.float64) @ deq
+
+
+def run_jax(libs):
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    from customop.xla import Library
+
+    q, s = weights()
+    qd, sd = jnp.asarray(q.astype(ml_dtypes.int4)), jnp.asarray(s)
+    jnp_f = jax.jit(lambda x, q, s: x @ (q.astype(jnp.float32).reshape(K // GROUP, GROUP, N)
+                                         * s[:, None, :]).reshape(K, N))
+    ours = []
+    for path in libs:
+        lib = Library(path)
+        lib.register()
+        ours.append((path, jax.jit(lambda x, q, s, lib=lib: lib.ops.example.matmul_i4(x, q, s))))
+    print("jax %s, %d CPUs; K = N = %d, group %d" % (jax.__version__, jax.device_count(), K,
+                                                      GROUP))
+    for m in SIZES:
+        x = np.random.default_rng(m).normal(size=(m, K)).astype(np.float32)
+        xd = jnp.asarray(x)
+        ref = reference(x, q, s)
+        scale = np.max(np.abs(ref))
+
+        def timed(f):
+            got = np.asarray(f(xd, qd, sd))
+            assert np.max(np.abs(got - ref)) <= 1e-5 * scale, "wrong product"
+            return median_ms(lambda: f(xd, qd, sd).block_until_ready())
+
+        base = timed(jnp_f)
+        row = ["M=%-3d jnp dequantize+dot %8.2f ms" % (m, base)]
+        for path, f in ours:
+            t = timed(f)
+            row.append("%s %8.2f ms (%.2fx)" % ("native" if "native" in path else "default", t,
+                                                 base / t))
+        print("  " + "  |  customop ".join(row))
+
+
+def run_torch():
+    import torch
+
+    q, s = weights()
+    qt, st = torch.from_numpy(q.astype(np.int32)), torch.from_numpy(s)
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu((qt.T + 8).contiguous(), 1)
+    sz = torch.stack([st, torch.zeros_like(st)], dim=-1).contiguous()
+    print("torch %s, %d threads: aten._weight_int4pack_mm_for_cpu" % (torch.__version__,
+                                                                      torch.get_num_threads()))
+    for m in SIZES:
+        x = np.random.default_rng(m).normal(size=(m, K)).astype(np.float32)
+        ref = reference(x, q, s)
+        row = []
+        for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+            xt, szt = torch.from_numpy(x).to(dtype), sz.to(dtype)
+            got = torch.ops.aten._weight_int4pack_mm_for_cpu(xt, packed, GROUP, szt)
+            assert np.max(np.abs(got.float().numpy() - ref)) <= tol * np.max(np.abs(ref))
+            t = median_ms(torch.ops.aten._weight_int4pack_mm_for_cpu, xt, packed, GROUP, szt)
+            row.append("%s %8.2f ms" % (str(dtype).split(".")[1], t))
+        print("  M=%-3d torch int4 kernel, x %s" % (m, "  |  x ".join(row)))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "jax":
+        run_jax(sys.argv[2:])
+    else:
+        run_torch()
