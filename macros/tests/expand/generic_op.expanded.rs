@@ -39,8 +39,8 @@ pub mod rms_norm {
                                 "x",
                                 "T",
                                 ::core::convert::From::from([
-                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                                    <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
+                                    <bf16 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ]),
                                 ::core::option::Option::Some(2usize),
                             ),
@@ -56,8 +56,8 @@ pub mod rms_norm {
                                 "y",
                                 "T",
                                 ::core::convert::From::from([
-                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                                    <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
+                                    <bf16 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ]),
                                 ::core::convert::From::from([
                                     ::customop::__private::shape_of("x"),
@@ -95,8 +95,8 @@ pub mod rms_norm {
                     dtype: ::customop::__private::vjp::SigDtype::Var(
                         "T",
                         &[
-                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                            <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
+                            <bf16 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                         ],
                     ),
                     rank: ::core::option::Option::Some(2usize),
@@ -117,8 +117,8 @@ pub mod rms_norm {
                     dtype: ::customop::__private::vjp::SigDtype::Var(
                         "T",
                         &[
-                            <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
-                            <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                            <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
+                            <bf16 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                         ],
                     ),
                     rank: ::core::option::Option::None,
@@ -211,7 +211,7 @@ pub mod rms_norm {
                 |__b| {
                     let __dt_T = __b.dtype_var("T")?;
                     if __dt_T
-                        == <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE
+                        == <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE
                     {
                         #[allow(non_camel_case_types)]
                         type __T_T = f32;
@@ -221,7 +221,7 @@ pub mod rms_norm {
                         __b.finish(super::rms_norm::<__T_T>(x, eps, y))?;
                         ::core::result::Result::Ok(())
                     } else if __dt_T
-                        == <bf16 as ::customop::__private::types::Element>::ELEMENT_TYPE
+                        == <bf16 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE
                     {
                         #[allow(non_camel_case_types)]
                         type __T_T = bf16;

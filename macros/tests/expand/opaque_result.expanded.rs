@@ -32,7 +32,7 @@ pub mod make_stats {
                         ::core::convert::From::from([
                             ::customop::__private::tensor_param(
                                 "x",
-                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ::core::option::Option::None,
                             ),
                         ]),
@@ -69,7 +69,7 @@ pub mod make_stats {
                     name: "x",
                     role: ::customop::__private::vjp::Role::Input,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "",

@@ -42,14 +42,14 @@ pub mod custom_op_external {
                             ),
                             ::customop::__private::tensor_param(
                                 "x",
-                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ::core::option::Option::Some(2usize),
                             ),
                         ]),
                         ::core::convert::From::from([
                             ::customop::__private::tensor_result(
                                 "y",
-                                <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                <i8 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ::core::convert::From::from([
                                     ::customop::__private::dim_rule(
                                         ::customop::__private::expr_dim("x", 0usize),
@@ -106,7 +106,7 @@ pub mod custom_op_external {
                     name: "x",
                     role: ::customop::__private::vjp::Role::Input,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::Some(2usize),
                     shape_of: "",
@@ -116,7 +116,7 @@ pub mod custom_op_external {
                     name: "y",
                     role: ::customop::__private::vjp::Role::Output,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <i8 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <i8 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "",

@@ -47,7 +47,7 @@ pub mod step {
                             ),
                             ::customop::__private::tensor_param(
                                 "x",
-                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ::core::option::Option::None,
                             ),
                             ::customop::__private::attr_param(
@@ -72,7 +72,7 @@ pub mod step {
                         ::core::convert::From::from([
                             ::customop::__private::tensor_result(
                                 "y",
-                                <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                 ::core::convert::From::from([
                                     ::customop::__private::shape_of("x"),
                                 ]),
@@ -118,7 +118,7 @@ pub mod step {
                     name: "x",
                     role: ::customop::__private::vjp::Role::Input,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "",
@@ -128,7 +128,7 @@ pub mod step {
                     name: "y",
                     role: ::customop::__private::vjp::Role::Output,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "x",

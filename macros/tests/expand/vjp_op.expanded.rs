@@ -37,7 +37,7 @@ pub mod scale {
                             ::core::convert::From::from([
                                 ::customop::__private::tensor_param(
                                     "x",
-                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                     ::core::option::Option::None,
                                 ),
                                 ::customop::__private::attr_param(
@@ -50,7 +50,7 @@ pub mod scale {
                             ::core::convert::From::from([
                                 ::customop::__private::tensor_result(
                                     "y",
-                                    <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                                    <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                                     ::core::convert::From::from([
                                         ::customop::__private::shape_of("x"),
                                     ]),
@@ -87,7 +87,7 @@ pub mod scale {
                     name: "x",
                     role: ::customop::__private::vjp::Role::Input,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "",
@@ -105,7 +105,7 @@ pub mod scale {
                     name: "y",
                     role: ::customop::__private::vjp::Role::Output,
                     dtype: ::customop::__private::vjp::SigDtype::Fixed(
-                        <f32 as ::customop::__private::types::Element>::ELEMENT_TYPE,
+                        <f32 as ::customop::__private::types::ElementOf>::ELEMENT_TYPE,
                     ),
                     rank: ::core::option::Option::None,
                     shape_of: "x",
