@@ -4,9 +4,10 @@ one f32 scale per 128 rows) against its references, at decode (M = 1, 8) and pre
 
     bash benches/compare/run.sh --int4
 
-`python int4.py jax LIB...`: under jax.jit, each kernel library given (the default build, and
-one built with -C target-cpu=native) against the jnp reference, dequantize then dot (jitted;
-XLA fuses the dequantization into a 64 MB f32 weight matrix). `python int4.py torch`: torch's
+`python int4.py jax LIB`: under jax.jit, the kernel library given (run.sh runs the default
+build, then one built with -C target-cpu=native: one process each, as one process registers
+one library's targets) against the jnp reference, dequantize then dot (jitted), in the same
+process. `python int4.py torch`: torch's
 own int4 CPU kernel (`aten._weight_int4pack_mm_for_cpu`, weights packed as torch packs them),
 with f32 and bf16 inputs. Each figure is the median of 9 calls after 3 warm-ups, results
 awaited; every product is checked against the f64 reference first.
@@ -45,7 +46,7 @@ def reference(x, q, s):
     return x.astype(np.float64) @ deq
 
 
-def run_jax(libs):
+def run_jax(path):
     import jax
     import jax.numpy as jnp
     import ml_dtypes
@@ -56,13 +57,12 @@ def run_jax(libs):
     qd, sd = jnp.asarray(q.astype(ml_dtypes.int4)), jnp.asarray(s)
     jnp_f = jax.jit(lambda x, q, s: x @ (q.astype(jnp.float32).reshape(K // GROUP, GROUP, N)
                                          * s[:, None, :]).reshape(K, N))
-    ours = []
-    for path in libs:
-        lib = Library(path)
-        lib.register()
-        ours.append((path, jax.jit(lambda x, q, s, lib=lib: lib.ops.example.matmul_i4(x, q, s))))
-    print("jax %s, %d CPUs; K = N = %d, group %d" % (jax.__version__, jax.device_count(), K,
-                                                      GROUP))
+    lib = Library(path)
+    lib.register()
+    ours = jax.jit(lambda x, q, s: lib.ops.example.matmul_i4(x, q, s))
+    build = "target-cpu=native" if "native" in path else "default build"
+    print("jax %s; K = N = %d, group %d; customop's kernel, %s" % (jax.__version__, K, GROUP,
+                                                                   build))
     for m in SIZES:
         x = np.random.default_rng(m).normal(size=(m, K)).astype(np.float32)
         xd = jnp.asarray(x)
@@ -74,13 +74,9 @@ def run_jax(libs):
             assert np.max(np.abs(got - ref)) <= 1e-5 * scale, "wrong product"
             return median_ms(lambda: f(xd, qd, sd).block_until_ready())
 
-        base = timed(jnp_f)
-        row = ["M=%-3d jnp dequantize+dot %8.2f ms" % (m, base)]
-        for path, f in ours:
-            t = timed(f)
-            row.append("%s %8.2f ms (%.2fx)" % ("native" if "native" in path else "default", t,
-                                                 base / t))
-        print("  " + "  |  customop ".join(row))
+        base, t = timed(jnp_f), timed(ours)
+        print("  M=%-3d jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx faster)"
+              % (m, base, t, base / t))
 
 
 def run_torch():
@@ -107,6 +103,6 @@ def run_torch():
 
 if __name__ == "__main__":
     if sys.argv[1] == "jax":
-        run_jax(sys.argv[2:])
+        run_jax(sys.argv[2])
     else:
         run_torch()

@@ -50,7 +50,8 @@ case "${1:-}" in
     # kind of machine would build them.
     RUSTFLAGS="-C target-cpu=native" cargo build --locked --release -q \
       -p customop-example-kernels --target-dir target/kernels-native
-    target/xla-venv/bin/python benches/compare/int4.py jax "$CUSTOMOP_KERNELS" \
+    target/xla-venv/bin/python benches/compare/int4.py jax "$CUSTOMOP_KERNELS"
+    target/xla-venv/bin/python benches/compare/int4.py jax \
       "$PWD/target/kernels-native/release/libcustomop_example_kernels.so"
     target/torch-venv/bin/python benches/compare/int4.py torch
     exit 0
