@@ -1,6 +1,7 @@
-"""An i4 weight-only matrix product (`example::matmul_i4`: weights [K, N] packed two a byte,
-one f32 scale per 128 rows) against its references, at decode (M = 1, 8) and prefill
-(M = 128) sizes, K = N = 4096, one run:
+"""4-bit weight-only matrix products against their references, at decode (M = 1, 8) and
+prefill (M = 128) sizes, K = N = 4096, one run: `example::matmul_i4` (weights [K, N] packed two
+a byte, one f32 scale per 128 rows) and `example::matmul_mxfp4` (f4E2M1FN weights, one
+f8E8M0FNU scale per 32 rows):
 
     bash benches/compare/run.sh --int4
 
@@ -75,7 +76,29 @@ def run_jax(path):
             return median_ms(lambda: f(xd, qd, sd).block_until_ready())
 
         base, t = timed(jnp_f), timed(ours)
-        print("  M=%-3d jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx faster)"
+        print("  M=%-3d i4     jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx)"
+              % (m, base, t, base / t))
+    # MXFP4: f4E2M1FN weights, one f8E8M0FNU scale (a power of two) per 32 rows.
+    rng = np.random.default_rng(1)
+    w4 = rng.integers(0, 16, size=(K, N)).astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
+    e8 = rng.integers(120, 124, size=(K // 32, N)).astype(np.uint8).view(
+        ml_dtypes.float8_e8m0fnu)
+    w4d, e8d = jnp.asarray(w4), jnp.asarray(e8)
+    mx_jnp = jax.jit(lambda x, w, s: x @ (w.astype(jnp.float32).reshape(K // 32, 32, N)
+                                          * s.astype(jnp.float32)[:, None, :]).reshape(K, N))
+    mx_ours = jax.jit(lambda x, w, s: lib.ops.example.matmul_mxfp4(x, w, s))
+    deq = (w4.astype(np.float64).reshape(K // 32, 32, N)
+           * e8.astype(np.float64)[:, None, :]).reshape(K, N)
+    for m in SIZES:
+        x = np.random.default_rng(m).normal(size=(m, K)).astype(np.float32)
+        xd = jnp.asarray(x)
+        ref = x.astype(np.float64) @ deq
+        for f in (mx_jnp, mx_ours):
+            got = np.asarray(f(xd, w4d, e8d))
+            assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref)), "wrong product"
+        base = median_ms(lambda: mx_jnp(xd, w4d, e8d).block_until_ready())
+        t = median_ms(lambda: mx_ours(xd, w4d, e8d).block_until_ready())
+        print("  M=%-3d MXFP4  jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx)"
               % (m, base, t, base / t))
 
 

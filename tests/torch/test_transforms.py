@@ -40,11 +40,11 @@ def to_torch(a: np.ndarray) -> torch.Tensor:
 
 
 def any_tensor(a: np.ndarray) -> torch.Tensor:
-    """`a` in torch, or (a packed sub-byte type, which torch has no dtype for) bytes of its
-    shape: enough to reach an op's refusal."""
-    if a.dtype.name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn"):
-        return torch.zeros(a.shape, dtype=torch.uint8)
-    return to_torch(a)
+    """`a` in torch, or (a type torch cannot take from numpy: the packed sub-byte types, the
+    newer fp8 ones) bytes of its shape: enough to reach an op's refusal."""
+    if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") or a.dtype.kind in "biufc":
+        return to_torch(a)
+    return torch.zeros(a.shape, dtype=torch.uint8)
 
 
 def torch_attrs(attrs):

@@ -87,6 +87,18 @@ def calls(lib: Any) -> list[Call]:
         Call("example::matmul_i4", [x23, (np.arange(12) % 16 - 8).astype(ml_dtypes.int4)
                                     .reshape(3, 4), np.full((1, 4), 0.5, np.float32)],
              batched=(0,), torch=False),
+        Call("example::matmul_mxfp4", [_pos((2, 32), seed=18),
+                                       (np.arange(32 * 4) % 16).astype(np.uint8).view(
+                                           ml_dtypes.float4_e2m1fn).reshape(32, 4),
+                                       np.full((1, 4), 127, np.uint8).view(
+                                           ml_dtypes.float8_e8m0fnu)],
+             batched=(0,), torch=False),
+        Call("example::dequantize_mxfp4", [(np.arange(32 * 4) % 16).astype(np.uint8).view(
+            ml_dtypes.float4_e2m1fn).reshape(32, 4), np.full((1, 4), 126, np.uint8).view(
+                ml_dtypes.float8_e8m0fnu)], batched=(0,), torch=False),
+        Call("example::quantize_i4", [_pos((4, 6), seed=19)], {"group": 2}, batched=(0,),
+             torch=False),
+        Call("example::quantize_mxfp4", [_pos((32, 4), seed=20)], batched=(0,), torch=False),
         Call("example::pack_i4", [np.arange(-3, 3, dtype=np.int32).reshape(2, 3)], batched=(0,),
              torch=False),
         Call("example::round_f4", [x23 - 2.0], batched=(0,), torch=False),

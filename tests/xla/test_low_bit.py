@@ -95,10 +95,75 @@ class MatmulI4(unittest.TestCase):
 
     def test_shapes_that_do_not_fit_are_refused(self):
         x = np.ones((1, 8), np.float32)
-        with self.assertRaisesRegex(Exception, r"scales \[G, N\] with G dividing K"):
+        with self.assertRaisesRegex(Exception, r"scales \[K / group, N\]"):
             OPS.matmul_i4(x, np.zeros((8, 4), ml_dtypes.int4), np.ones((3, 4), np.float32))
         with self.assertRaisesRegex(Exception, r"N even"):
             OPS.matmul_i4(x, np.zeros((8, 3), ml_dtypes.int4), np.ones((1, 3), np.float32))
+
+
+def quantize_i4_ref(w, group):
+    """numpy's quantization of `w` ([K, N]) to i4 with a scale per `group` rows."""
+    k, n = w.shape
+    blocks = w.reshape(k // group, group, n)
+    mx = np.abs(blocks).max(axis=1)
+    scales = np.where(mx > 0, mx / np.float32(7), np.float32(1)).astype(np.float32)
+    q = np.clip(np.round(blocks / scales[:, None, :]), -8, 7).astype(np.int32)
+    return q.reshape(k, n).astype(ml_dtypes.int4), scales
+
+
+def quantize_mxfp4_ref(w):
+    """OCP MX v1.0 in numpy and ml_dtypes: per 32 rows, 2^(floor(log2(max|w|)) - 2)."""
+    k, n = w.shape
+    blocks = w.reshape(k // 32, 32, n)
+    mx = np.abs(blocks).max(axis=1)
+    e = np.where(mx > 0, np.floor(np.log2(np.where(mx > 0, mx, 1))), -125).astype(np.int64)
+    shared = np.clip(e - 2, -127, 127)
+    scales = np.exp2(shared.astype(np.float64)).astype(ml_dtypes.float8_e8m0fnu)
+    q = (blocks.astype(np.float64) / np.exp2(shared)[:, None, :]).astype(np.float32)
+    return q.astype(ml_dtypes.float4_e2m1fn).reshape(k, n), scales
+
+
+class Mxfp4AndQuantizers(unittest.TestCase):
+    def test_dequantize_mxfp4_is_exact(self):
+        rng = np.random.default_rng(2)
+        w = rng.integers(0, 16, size=(64, 6)).astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
+        codes = np.array([[0, 1, 100, 127, 200, 254], [127] * 6], np.uint8)
+        s = codes.view(ml_dtypes.float8_e8m0fnu)
+        got = np.asarray(crosscheck.jit(PATH, OPS.dequantize_mxfp4)(w, s))
+        want = (w.astype(np.float64) * np.repeat(s.astype(np.float64), 32, axis=0))
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+
+    def test_matmul_mxfp4_equals_the_dequantized_product(self):
+        rng = np.random.default_rng(3)
+        for m, k, n in ((1, 128, 512), (8, 64, 300)):
+            x = rng.normal(size=(m, k)).astype(np.float32)
+            w = rng.integers(0, 16, size=(k, n)).astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
+            s = rng.integers(120, 130, size=(k // 32, n)).astype(np.uint8).view(
+                ml_dtypes.float8_e8m0fnu)
+            got = np.asarray(crosscheck.jit(PATH, OPS.matmul_mxfp4)(x, w, s))
+            deq = w.astype(np.float64) * np.repeat(s.astype(np.float64), 32, axis=0)
+            np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5, atol=1e-4)
+
+    def test_quantize_i4_equals_numpys(self):
+        w = np.random.default_rng(4).normal(size=(256, 64)).astype(np.float32)
+        w[:128, 3] = 0.0  # an all-zero group
+        q, s = crosscheck.jit(PATH, lambda w: OPS.quantize_i4(w, group=128))(w)
+        want_q, want_s = quantize_i4_ref(w, 128)
+        np.testing.assert_array_equal(np.asarray(s), want_s)
+        np.testing.assert_array_equal(np.asarray(q).astype(np.int32), want_q.astype(np.int32))
+        # Quantized weights, then the product: close to the f32 one.
+        x = np.random.default_rng(5).normal(size=(2, 256)).astype(np.float32)
+        got = np.asarray(OPS.matmul_i4(x, q, s))
+        np.testing.assert_allclose(got, x @ w, rtol=0, atol=0.1 * np.abs(x @ w).max())
+
+    def test_quantize_mxfp4_equals_the_ocp_reference(self):
+        w = (np.random.default_rng(6).normal(size=(96, 40)) * 3).astype(np.float32)
+        w[32:64, 5] = 0.0
+        w[:32, 7] = 1e6
+        q, s = crosscheck.jit(PATH, OPS.quantize_mxfp4)(w)
+        want_q, want_s = quantize_mxfp4_ref(w)
+        np.testing.assert_array_equal(np.asarray(s).view(np.uint8), want_s.view(np.uint8))
+        np.testing.assert_array_equal(np.asarray(q).view(np.uint8), want_q.view(np.uint8))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,95 @@
-//! A quantized kernel: a matrix product with weights in packed `i4` and one `f32` scale per
-//! group of rows (weight-only quantization, as LLM inference on CPU uses it), with the column
-//! blocks spread over the pool (`customop::parallel`). No full-size copy of the weights is
-//! ever made: each block of a weight row is unpacked into a small buffer next to its use.
+//! Quantized kernels: matrix products with 4-bit weights, packed two a byte along `N`, and a
+//! scale per group of rows, as LLM inference on CPU keeps them, with the column blocks spread
+//! over the pool (`customop::parallel`), and the quantizers that make such weights. No
+//! full-size copy of the weights is ever made: each block of a weight row is unpacked into a
+//! small buffer next to its use.
+//!
+//! - `i4` with one `f32` scale per `group` rows (`matmul_i4`, `quantize_i4`);
+//! - MXFP4 (the OCP microscaling format): `f4E2M1FN` elements with one `f8E8M0FNU` scale, a
+//!   power of two, per 32 rows (`matmul_mxfp4`, `dequantize_mxfp4`, `quantize_mxfp4`).
 
 use customop::prelude::*;
-use customop::{I4, PackedRef};
+use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef};
 
 /// Columns of the output computed by one task.
 const BLOCK: usize = 256;
+/// The rows an MXFP4 scale covers.
+const MX_BLOCK: usize = 32;
+
+/// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte (`w`),
+/// `pair(byte)` their two values (low nibble first), and `scale(g, j)` the scale of rows
+/// `g * group..` of column `j`; written into `out: [m, n]`.
+fn block_matmul(
+    xs: &[f32],
+    w: &[u8],
+    (m, k, n, group): (usize, usize, usize, usize),
+    pair: impl Fn(u8) -> [f32; 2] + Sync,
+    scale: impl Fn(usize, usize) -> f32 + Sync,
+    out: &mut [f32],
+) {
+    let blocks = n.div_ceil(BLOCK);
+    // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
+    let mut tiles = vec![0.0f32; blocks * m * BLOCK];
+    customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
+        let n0 = b * BLOCK;
+        let width = BLOCK.min(n - n0);
+        let mut q = [0.0f32; BLOCK];
+        let mut acc = vec![0.0f32; m * BLOCK];
+        for g in 0..k / group {
+            acc.fill(0.0);
+            for kk in g * group..(g + 1) * group {
+                let start = (kk * n + n0) / 2;
+                for (two, &byte) in q.chunks_exact_mut(2).zip(&w[start..start + width / 2]) {
+                    two.copy_from_slice(&pair(byte));
+                }
+                for (row, a) in acc.chunks_exact_mut(BLOCK).enumerate() {
+                    let xv = xs[row * k + kk];
+                    for (a, &q) in a[..width].iter_mut().zip(&q[..width]) {
+                        *a += xv * q;
+                    }
+                }
+            }
+            for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
+                for (j, (t, &a)) in t[..width].iter_mut().zip(&a[..width]).enumerate() {
+                    *t += a * scale(g, n0 + j);
+                }
+            }
+        }
+    });
+    for (b, tile) in tiles.chunks_exact(m * BLOCK).enumerate() {
+        let n0 = b * BLOCK;
+        let width = BLOCK.min(n - n0);
+        for (row, t) in tile.chunks_exact(BLOCK).enumerate() {
+            out[row * n + n0..row * n + n0 + width].copy_from_slice(&t[..width]);
+        }
+    }
+}
+
+/// Refuses shapes that do not fit `x: [M, K]`, `w: [K, N]` with `N` even, `scales: [K / group,
+/// N]`; returns `(M, K, N, group)`.
+fn product_shape(
+    op: &str,
+    x: &[i64],
+    w: &[i64],
+    scales: &[i64],
+    group: Option<usize>,
+) -> Result<(usize, usize, usize, usize), OpError> {
+    let d = |s: &[i64], i: usize| usize::try_from(s[i]).unwrap_or(0);
+    let (m, k, n, groups) = (d(x, 0), d(x, 1), d(w, 1), d(scales, 0));
+    let group = group.unwrap_or(if groups == 0 { 0 } else { k / groups });
+    if d(w, 0) != k || d(scales, 1) != n || group == 0 || groups * group != k || n % 2 != 0 {
+        return Err(OpError::invalid_argument(format!(
+            "{op}: x is {x:?}, w {w:?}, scales {scales:?}: w must be [K, N] with N even, scales \
+             [K / group, N]{}",
+            if op.contains("mxfp4") {
+                " (group 32)"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok((m, k, n, group))
+}
 
 /// `y = x · dequant(w)`, `x: [M, K]`, `w: [K, N]` in `i4` (two a byte along `N`),
 /// `scales: [K / group, N]`: `dequant(w)[k, n] = w[k, n] · scales[k / group, n]`, the group
@@ -19,58 +101,156 @@ pub fn matmul_i4(
     scales: TensorRef<'_, f32, 2>,
     #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, f32, 2>,
 ) -> Result<(), OpError> {
-    let (m, k, n) = (x.dim(0), x.dim(1), w.dim(1));
-    let groups = scales.dim(0);
-    if w.dim(0) != k || scales.dim(1) != n || groups == 0 || k % groups != 0 || n % 2 != 0 {
+    let shape = product_shape("matmul_i4", x.dims(), w.dims(), scales.dims(), None)?;
+    let (s, n) = (scales.as_slice(), shape.2);
+    block_matmul(
+        x.as_slice(),
+        w.bytes(),
+        shape,
+        |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
+        |g, j| s[g * n + j],
+        y.as_mut_slice(),
+    );
+    Ok(())
+}
+
+/// The value of each `f4E2M1FN` code.
+const F4: [f32; 16] = [
+    0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
+];
+
+/// The two `f4E2M1FN` values of a byte, low nibble first.
+fn f4_pair(b: u8) -> [f32; 2] {
+    [F4[usize::from(b & 0xF)], F4[usize::from(b >> 4)]]
+}
+
+/// `y = x · dequant(w)` for MXFP4 weights: `w: [K, N]` in `f4E2M1FN`, `scales: [K / 32, N]` in
+/// `f8E8M0FNU`: `dequant(w)[k, n] = w[k, n] · 2^(scales[k / 32, n] − 127)`.
+#[custom_op(name = "example::matmul_mxfp4")]
+pub fn matmul_mxfp4(
+    x: TensorRef<'_, f32, 2>,
+    w: PackedRef<'_, F4E2M1FN, 2>,
+    scales: TensorRef<'_, F8E8M0FNU, 2>,
+    #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, f32, 2>,
+) -> Result<(), OpError> {
+    let dims = (x.dims(), w.dims(), scales.dims());
+    let shape = product_shape("matmul_mxfp4", dims.0, dims.1, dims.2, Some(MX_BLOCK))?;
+    // The scales as f32s, once (2^-127 and 2^-126... are exact f32s; a product with a
+    // subnormal one is flushed to zero where XLA flushes denormals).
+    let s: Vec<f32> = scales.as_slice().iter().map(|c| c.apply(1.0)).collect();
+    let n = shape.2;
+    block_matmul(
+        x.as_slice(),
+        w.bytes(),
+        shape,
+        f4_pair,
+        |g, j| s[g * n + j],
+        y.as_mut_slice(),
+    );
+    Ok(())
+}
+
+/// `y = dequant(w)` for MXFP4 weights (see `matmul_mxfp4`): each value exactly (a power-of-two
+/// scale times a 4-bit float is an f32), NaN where the scale is.
+#[custom_op(name = "example::dequantize_mxfp4")]
+pub fn dequantize_mxfp4(
+    w: PackedRef<'_, F4E2M1FN, 2>,
+    scales: TensorRef<'_, F8E8M0FNU, 2>,
+    #[out(shape = w)] mut y: TensorMut<'_, f32, 2>,
+) -> Result<(), OpError> {
+    let (k, n) = (w.dim(0), w.dim(1));
+    if scales.dim(1) != n || scales.dim(0) * MX_BLOCK != k {
         return Err(OpError::invalid_argument(format!(
-            "matmul_i4: x is {:?}, w {:?}, scales {:?}: w must be [K, N] with N even, scales \
-             [G, N] with G dividing K",
-            x.dims(),
+            "dequantize_mxfp4: w is {:?}, so scales must be [{}, {n}]; got {:?}",
             w.dims(),
+            k / MX_BLOCK,
             scales.dims()
         )));
     }
-    let group = k / groups;
-    let blocks = n.div_ceil(BLOCK);
-    // One [M, BLOCK] tile per column block, computed in parallel, then laid into `y`.
-    let mut tiles = vec![0.0f32; blocks * m * BLOCK];
-    let (xs, ws, ss) = (x.as_slice(), w.bytes(), scales.as_slice());
-    customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
-        let n0 = b * BLOCK;
-        let width = BLOCK.min(n - n0);
-        let mut q = [0.0f32; BLOCK];
-        let mut acc = vec![0.0f32; m * BLOCK];
-        for g in 0..groups {
-            acc.fill(0.0);
-            for kk in g * group..(g + 1) * group {
-                // Row kk's columns n0..n0 + width, two a byte, low nibble first.
-                let start = (kk * n + n0) / 2;
-                for (pair, &byte) in q.chunks_exact_mut(2).zip(&ws[start..start + width / 2]) {
-                    pair[0] = f32::from(((byte << 4) as i8) >> 4);
-                    pair[1] = f32::from((byte as i8) >> 4);
-                }
-                for (row, a) in acc.chunks_exact_mut(BLOCK).enumerate() {
-                    let xv = xs[row * k + kk];
-                    for (a, &q) in a[..width].iter_mut().zip(&q[..width]) {
-                        *a += xv * q;
-                    }
-                }
-            }
-            let s = &ss[g * n + n0..g * n + n0 + width];
-            for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
-                for ((t, &a), &s) in t[..width].iter_mut().zip(&a[..width]).zip(s) {
-                    *t += a * s;
-                }
-            }
-        }
-    });
-    let out = y.as_mut_slice();
-    for (b, tile) in tiles.chunks_exact(m * BLOCK).enumerate() {
-        let n0 = b * BLOCK;
-        let width = BLOCK.min(n - n0);
-        for (row, t) in tile.chunks_exact(BLOCK).enumerate() {
-            out[row * n + n0..row * n + n0 + width].copy_from_slice(&t[..width]);
+    let s = scales.as_slice();
+    for (i, (o, v)) in y.as_mut_slice().iter_mut().zip(w.iter()).enumerate() {
+        let (row, col) = (i / n.max(1), i % n.max(1));
+        // Exact, also where XLA flushes denormals (a 2^-127 scale is an f32 subnormal).
+        *o = s[(row / MX_BLOCK) * n + col].apply(v.to_f32());
+    }
+    Ok(())
+}
+
+/// The weights `w: [K, N]` quantized to `i4` with one `f32` scale per `group` rows of each
+/// column: `scale = max|w| / 7` over the group (1 for an all-zero group), `q = w / scale`
+/// rounded to nearest, ties to even (in `[-7, 7]`).
+#[custom_op(name = "example::quantize_i4")]
+pub fn quantize_i4(
+    w: TensorRef<'_, f32, 2>,
+    #[attr] group: i64,
+    #[out(shape = w)] mut q: PackedMut<'_, I4, 2>,
+    #[out(shape = [w.dim(0) / group, w.dim(1)])] mut scales: TensorMut<'_, f32, 2>,
+) -> Result<(), OpError> {
+    let (k, n) = (w.dim(0), w.dim(1));
+    let g = usize::try_from(group).unwrap_or(0);
+    if g == 0 || k % g != 0 {
+        return Err(OpError::invalid_argument(format!(
+            "quantize_i4: group {group} does not divide the {k} rows"
+        )));
+    }
+    let ws = w.as_slice();
+    let s = scales.as_mut_slice();
+    for (gi, srow) in s.chunks_exact_mut(n.max(1)).enumerate() {
+        for (j, sc) in srow.iter_mut().enumerate() {
+            let max = (gi * g..(gi + 1) * g).fold(0f32, |a, r| a.max(ws[r * n + j].abs()));
+            *sc = if max > 0.0 { max / 7.0 } else { 1.0 };
         }
     }
+    let s = &*s;
+    q.fill_with(|i| {
+        let (r, j) = (i / n, i % n);
+        let v = (ws[i] / s[(r / g) * n + j]).round_ties_even();
+        I4::wrapping(v.clamp(-8.0, 7.0) as i64)
+    });
+    Ok(())
+}
+
+/// The weights `w: [K, N]` quantized to MXFP4 (OCP MX v1.0): per 32 rows of each column, the
+/// scale `2^(floor(log2(max|w|)) − 2)` (2 is `f4E2M1FN`'s largest exponent; `2^−127` for an
+/// all-zero block) as `f8E8M0FNU`, and each value divided by it and rounded to `f4E2M1FN`
+/// (nearest, ties to even, saturating at ±6).
+#[custom_op(name = "example::quantize_mxfp4")]
+pub fn quantize_mxfp4(
+    w: TensorRef<'_, f32, 2>,
+    #[out(shape = w)] mut q: PackedMut<'_, F4E2M1FN, 2>,
+    #[out(shape = [w.dim(0) / 32, w.dim(1)])] mut scales: TensorMut<'_, F8E8M0FNU, 2>,
+) -> Result<(), OpError> {
+    let (k, n) = (w.dim(0), w.dim(1));
+    if k % MX_BLOCK != 0 {
+        return Err(OpError::invalid_argument(format!(
+            "quantize_mxfp4: {k} rows are not blocks of {MX_BLOCK}"
+        )));
+    }
+    let ws = w.as_slice();
+    let s = scales.as_mut_slice();
+    for (b, srow) in s.chunks_exact_mut(n.max(1)).enumerate() {
+        for (j, sc) in srow.iter_mut().enumerate() {
+            let rows = b * MX_BLOCK..(b + 1) * MX_BLOCK;
+            let max = rows.fold(0f32, |a, r| a.max(ws[r * n + j].abs()));
+            // floor(log2(max)) of a normal f32 is its unbiased exponent; 0 for a zero block.
+            let e = if max.is_normal() {
+                ((max.to_bits() >> 23) & 0xFF) as i32 - 127
+            } else {
+                -125
+            };
+            *sc = F8E8M0FNU::pow2((e - 2).clamp(-127, 127)).unwrap_or(F8E8M0FNU::NAN);
+        }
+    }
+    // Divided by a scale 2^k as multiplied by 2^-k, a normal f32 for every scale made here
+    // (k <= 125), exact: a division by 2^-127, an f32 subnormal, would read it as 0 under
+    // XLA's flushed denormals.
+    let inverse: Vec<F8E8M0FNU> = s
+        .iter()
+        .map(|c| F8E8M0FNU::from_bits(254u8.saturating_sub(c.to_bits())))
+        .collect();
+    q.fill_with(|i| {
+        let (r, j) = (i / n, i % n);
+        F4E2M1FN::from_f32(inverse[(r / MX_BLOCK) * n + j].apply(ws[i]))
+    });
     Ok(())
 }

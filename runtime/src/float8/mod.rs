@@ -284,6 +284,48 @@ const fn narrow(v: f64) -> f32 {
     f32::from_bits(bits)
 }
 
+/// `v` rounded to the nearest `f32`, ties to even (overflow to ±∞), from its bits alone (see
+/// [`widen`]: under flushed denormals, `v as f32` would give 0 for a result below 2^-126).
+const fn narrow_round(v: f64) -> f32 {
+    let b = v.to_bits();
+    let sign = ((b >> 63) as u32) << 31;
+    let exp = ((b >> 52) & 0x7FF) as i64;
+    let frac = b & ((1u64 << 52) - 1);
+    if exp == 0x7FF {
+        return f32::from_bits(sign | if frac == 0 { 0x7F80_0000 } else { 0x7FC0_0000 });
+    }
+    if exp == 0 {
+        return f32::from_bits(sign);
+    }
+    let p = exp - 1023;
+    // The f32 unit in the last place at this magnitude, as a shift of the 53-bit mantissa.
+    let m = frac | (1u64 << 52);
+    let shift = if p >= -126 { 29 } else { 29 + (-126 - p) };
+    let n = if shift >= 64 {
+        0
+    } else {
+        let q = m >> shift;
+        let rem = m & ((1u64 << shift) - 1);
+        let half = 1u64 << (shift - 1);
+        if rem > half || (rem == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        }
+    };
+    // Normal: n in [2^23, 2^24], a carry landing on the next exponent; subnormal: n <= 2^23.
+    let bits = if p >= -126 {
+        (((p + 127) as u64) << 23) + n - (1u64 << 23)
+    } else {
+        n
+    };
+    if bits >= 0x7F80_0000 {
+        f32::from_bits(sign | 0x7F80_0000)
+    } else {
+        f32::from_bits(sign | bits as u32)
+    }
+}
+
 /// `2^k` for the exponents of 8-bit floats, `|k| <= 1022` (exact).
 fn pow2(k: i32) -> f64 {
     f64::from_bits(((1023 + k) as u64) << 52)
@@ -574,6 +616,14 @@ impl F8E8M0FNU {
     pub const MIN_POSITIVE: Self = F8E8M0FNU(0);
     /// NaN.
     pub const NAN: Self = F8E8M0FNU(0xFF);
+
+    /// `x · 2^(e − 127)`, this scale applied to `x`, rounded to nearest, ties to even: exact
+    /// whenever the result is a normal `f32`, and computed from bits, so also under flushed
+    /// denormals (a scale of `2^−127` is an `f32` subnormal that XLA's threads read as 0);
+    /// NaN if this is NaN.
+    pub fn apply(self, x: f32) -> f32 {
+        narrow_round(widen(x) * self.to_f64())
+    }
 
     /// `2^k`, for `k` in `-127..=127`.
     pub const fn pow2(k: i32) -> Option<Self> {

@@ -176,3 +176,33 @@ fn widening_and_narrowing_by_bits_are_exact() {
         );
     }
 }
+
+#[test]
+fn a_scale_applies_exactly_and_rounds_below_the_normals() {
+    let s = F8E8M0FNU::pow2(-127).unwrap();
+    assert_eq!(s.apply(6.0), 6.0 * f32::from_bits(1 << 22));
+    assert_eq!(F8E8M0FNU::pow2(3).unwrap().apply(-1.5), -12.0);
+    assert!(F8E8M0FNU::NAN.apply(1.0).is_nan());
+    // Below 2^-149 rounds to 0, a tie to even; past f32's range, infinity.
+    assert_eq!(
+        F8E8M0FNU::pow2(-127)
+            .unwrap()
+            .apply(2f32.powi(-23))
+            .to_bits(),
+        0
+    );
+    assert_eq!(
+        F8E8M0FNU::pow2(-127)
+            .unwrap()
+            .apply(1.5 * 2f32.powi(-22))
+            .to_bits(),
+        2
+    );
+    assert_eq!(F8E8M0FNU::MAX.apply(4.0), f32::INFINITY);
+    for x in [1.0f32, -0.5, 3.0e-39, 1.0e30, 7.0] {
+        for k in [-127, -100, -1, 0, 5, 60] {
+            let want = f64::from(x) * 2f64.powi(k);
+            assert_eq!(F8E8M0FNU::pow2(k).unwrap().apply(x), want as f32, "{x} {k}");
+        }
+    }
+}
