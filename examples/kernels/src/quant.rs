@@ -76,7 +76,7 @@ fn product_shape(
 ) -> Result<(usize, usize, usize, usize), OpError> {
     let d = |s: &[i64], i: usize| usize::try_from(s[i]).unwrap_or(0);
     let (m, k, n, groups) = (d(x, 0), d(x, 1), d(w, 1), d(scales, 0));
-    let group = group.unwrap_or(if groups == 0 { 0 } else { k / groups });
+    let group = group.unwrap_or(k.checked_div(groups).unwrap_or(0));
     if d(w, 0) != k || d(scales, 1) != n || group == 0 || groups * group != k || n % 2 != 0 {
         return Err(OpError::invalid_argument(format!(
             "{op}: x is {x:?}, w {w:?}, scales {scales:?}: w must be [K, N] with N even, scales \
