@@ -493,6 +493,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::make_stats",
             "example::masked_split",
             "example::matmul_i4",
+            "example::matmul_i4_bwd",
             "example::matmul_mxfp4",
             "example::mean_pool",
             "example::mean_pool_bwd",

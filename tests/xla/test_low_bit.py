@@ -93,6 +93,25 @@ class MatmulI4(unittest.TestCase):
                 np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5,
                                            atol=1e-5)
 
+    def test_gradients_for_x_and_the_scales(self):
+        """The declared backward (`matmul_i4_bwd`) against jnp's gradient of the dequantized
+        product, for `x` and the scales; the weights, integers, get none."""
+        rng = np.random.default_rng(7)
+        x = rng.normal(size=(3, 64)).astype(np.float32)
+        w = rng.integers(-8, 8, size=(64, 10)).astype(ml_dtypes.int4)
+        s = rng.uniform(0.5, 1.5, size=(2, 10)).astype(np.float32)
+        c = rng.normal(size=(3, 10)).astype(np.float32)
+
+        def ref(x, s):
+            deq = (w.astype(np.float32).reshape(2, 32, 10) * s[:, None, :]).reshape(64, 10)
+            return (x @ deq * c).sum()
+
+        got = crosscheck.jit(PATH, jax.grad(lambda x, s: (OPS.matmul_i4(x, w, s) * c).sum(),
+                                            argnums=(0, 1)))(x, s)
+        want = jax.grad(ref, argnums=(0, 1))(x, s)
+        for g, r in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-5)
+
     def test_shapes_that_do_not_fit_are_refused(self):
         x = np.ones((1, 8), np.float32)
         with self.assertRaisesRegex(Exception, r"scales \[K / group, N\]"):

@@ -246,7 +246,8 @@ class Grad(unittest.TestCase):
     def test_differentiable_ops_are_exactly_those_with_a_backward(self):
         with_vjp = sorted(op.name for op in OPS if op.schema.vjp is not None)
         self.assertEqual(with_vjp, ["example::apply_taps", "example::gather_rows",
-                                    "example::mean_pool", "example::rms_norm_nd",
+                                    "example::matmul_i4", "example::mean_pool",
+                                    "example::rms_norm_nd",
                                     "example::rms_norm_t", "example::rms_norm_t_bwd",
                                     "example::scale_rows", "example::softplus",
                                     "example::softplus_bwd"])

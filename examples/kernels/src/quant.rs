@@ -94,7 +94,7 @@ fn product_shape(
 /// `y = x · dequant(w)`, `x: [M, K]`, `w: [K, N]` in `i4` (two a byte along `N`),
 /// `scales: [K / group, N]`: `dequant(w)[k, n] = w[k, n] · scales[k / group, n]`, the group
 /// size `K / scales.dim(0)`.
-#[custom_op(name = "example::matmul_i4")]
+#[custom_op(name = "example::matmul_i4", vjp = matmul_i4_bwd)]
 pub fn matmul_i4(
     x: TensorRef<'_, f32, 2>,
     w: PackedRef<'_, I4, 2>,
@@ -118,6 +118,54 @@ pub fn matmul_i4(
 const F4: [f32; 16] = [
     0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
 ];
+
+/// The backward of `matmul_i4`: with `W = dequant(w)`, `d_x = d_y · Wᵀ` and
+/// `d_scales[g, n] = Σ_{k in group g} w[k, n] · Σ_m x[m, k] · d_y[m, n]` (the weights, integers,
+/// have no gradient). Straightforward loops: training through quantized weights is rare, and
+/// this is the reference a faster one would be checked against.
+#[custom_op(name = "example::matmul_i4_bwd")]
+pub fn matmul_i4_bwd(
+    x: TensorRef<'_, f32, 2>,
+    w: PackedRef<'_, I4, 2>,
+    scales: TensorRef<'_, f32, 2>,
+    d_y: TensorRef<'_, f32, 2>,
+    #[out(shape = x)] mut d_x: TensorMut<'_, f32, 2>,
+    #[out(shape = scales)] mut d_scales: TensorMut<'_, f32, 2>,
+) -> Result<(), OpError> {
+    let (m, k, n, group) = product_shape("matmul_i4_bwd", x.dims(), w.dims(), scales.dims(), None)?;
+    if d_y.dims() != [m as i64, n as i64] {
+        return Err(OpError::invalid_argument(format!(
+            "matmul_i4_bwd: d_y is {:?}, the product [{m}, {n}]",
+            d_y.dims()
+        )));
+    }
+    let (xs, s, dy) = (x.as_slice(), scales.as_slice(), d_y.as_slice());
+    let (dx, ds) = (d_x.as_mut_slice(), d_scales.as_mut_slice());
+    dx.fill(0.0);
+    ds.fill(0.0);
+    let mut row = vec![0.0f32; n];
+    for kk in 0..k {
+        let g = kk / group;
+        w.unpack_into(kk * n, &mut row, |q| f32::from(q.get()));
+        let sg = &s[g * n..(g + 1) * n];
+        for mm in 0..m {
+            let dyr = &dy[mm * n..(mm + 1) * n];
+            let xv = xs[mm * k + kk];
+            let mut acc = 0.0f32;
+            for (((d, &q), &sc), dsj) in dyr
+                .iter()
+                .zip(&row)
+                .zip(sg)
+                .zip(&mut ds[g * n..(g + 1) * n])
+            {
+                acc += d * q * sc;
+                *dsj += q * xv * d;
+            }
+            dx[mm * k + kk] = acc;
+        }
+    }
+    Ok(())
+}
 
 /// The two `f4E2M1FN` values of a byte, low nibble first.
 fn f4_pair(b: u8) -> [f32; 2] {
