@@ -93,6 +93,22 @@ class MatmulI4(unittest.TestCase):
                 np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5,
                                            atol=1e-5)
 
+    def test_bf16_activations_and_scales(self):
+        """bf16 `x` and scales, accumulated in f32 and rounded once: within bf16's rounding of
+        the f64 product of the same bf16 values; gradients in bf16 too."""
+        rng = np.random.default_rng(8)
+        x = rng.normal(size=(8, 256)).astype(ml_dtypes.bfloat16)
+        w = rng.integers(-8, 8, size=(256, 64)).astype(ml_dtypes.int4)
+        s = rng.uniform(0.01, 0.02, size=(2, 64)).astype(ml_dtypes.bfloat16)
+        got = np.asarray(crosscheck.jit(PATH, OPS.matmul_i4)(x, w, s))
+        self.assertEqual(got.dtype, ml_dtypes.bfloat16)
+        deq = (w.astype(np.float64).reshape(2, 128, 64) * s.astype(np.float64)[:, None, :])
+        want = x.astype(np.float64) @ deq.reshape(256, 64)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 ** -8,
+                                   atol=2 ** -8 * np.abs(want).max())
+        g = jax.grad(lambda x: OPS.matmul_i4(x, w, s).astype(np.float32).sum())(x)
+        self.assertEqual(g.dtype, ml_dtypes.bfloat16)
+
     def test_gradients_for_x_and_the_scales(self):
         """The declared backward (`matmul_i4_bwd`) against jnp's gradient of the dequantized
         product, for `x` and the scales; the weights, integers, get none."""

@@ -9,7 +9,39 @@
 //!   power of two, per 32 rows (`matmul_mxfp4`, `dequantize_mxfp4`, `quantize_mxfp4`).
 
 use customop::prelude::*;
-use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef};
+use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, bf16};
+use std::borrow::Cow;
+
+/// The activation and scale types of `matmul_i4`: `f32` (used as it is) and `bf16` (widened
+/// once per call; the products are accumulated in `f32` either way).
+pub trait Act: customop::types::Element {
+    /// The values as `f32`s.
+    fn f32s(v: &[Self]) -> Cow<'_, [f32]>;
+    /// Runs `f` on an `f32` view of `out` (`out` itself for `f32`), then stores it.
+    fn with_f32s(out: &mut [Self], f: impl FnOnce(&mut [f32]));
+}
+
+impl Act for f32 {
+    fn f32s(v: &[f32]) -> Cow<'_, [f32]> {
+        Cow::Borrowed(v)
+    }
+    fn with_f32s(out: &mut [f32], f: impl FnOnce(&mut [f32])) {
+        f(out)
+    }
+}
+
+impl Act for bf16 {
+    fn f32s(v: &[bf16]) -> Cow<'_, [f32]> {
+        Cow::Owned(v.iter().map(|b| b.to_f32()).collect())
+    }
+    fn with_f32s(out: &mut [bf16], f: impl FnOnce(&mut [f32])) {
+        let mut wide = vec![0.0f32; out.len()];
+        f(&mut wide);
+        for (o, w) in out.iter_mut().zip(wide) {
+            *o = bf16::from_f32(w);
+        }
+    }
+}
 
 /// Columns of the output computed by one task.
 const BLOCK: usize = 256;
@@ -93,24 +125,30 @@ fn product_shape(
 
 /// `y = x · dequant(w)`, `x: [M, K]`, `w: [K, N]` in `i4` (two a byte along `N`),
 /// `scales: [K / group, N]`: `dequant(w)[k, n] = w[k, n] · scales[k / group, n]`, the group
-/// size `K / scales.dim(0)`.
-#[custom_op(name = "example::matmul_i4", vjp = matmul_i4_bwd)]
-pub fn matmul_i4(
-    x: TensorRef<'_, f32, 2>,
+/// size `K / scales.dim(0)`; `x`, the scales and `y` `f32` or `bf16`, accumulated in `f32`.
+#[custom_op(
+    name = "example::matmul_i4",
+    dtypes(T = [f32, bf16]),
+    vjp = matmul_i4_bwd
+)]
+pub fn matmul_i4<T: Act>(
+    x: TensorRef<'_, T, 2>,
     w: PackedRef<'_, I4, 2>,
-    scales: TensorRef<'_, f32, 2>,
-    #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, f32, 2>,
+    scales: TensorRef<'_, T, 2>,
+    #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, T, 2>,
 ) -> Result<(), OpError> {
     let shape = product_shape("matmul_i4", x.dims(), w.dims(), scales.dims(), None)?;
-    let (s, n) = (scales.as_slice(), shape.2);
-    block_matmul(
-        x.as_slice(),
-        w.bytes(),
-        shape,
-        |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
-        |g, j| s[g * n + j],
-        y.as_mut_slice(),
-    );
+    let (xs, s, n) = (T::f32s(x.as_slice()), T::f32s(scales.as_slice()), shape.2);
+    T::with_f32s(y.as_mut_slice(), |out| {
+        block_matmul(
+            &xs,
+            w.bytes(),
+            shape,
+            |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
+            |g, j| s[g * n + j],
+            out,
+        );
+    });
     Ok(())
 }
 
@@ -123,14 +161,14 @@ const F4: [f32; 16] = [
 /// `d_scales[g, n] = Σ_{k in group g} w[k, n] · Σ_m x[m, k] · d_y[m, n]` (the weights, integers,
 /// have no gradient). Straightforward loops: training through quantized weights is rare, and
 /// this is the reference a faster one would be checked against.
-#[custom_op(name = "example::matmul_i4_bwd")]
-pub fn matmul_i4_bwd(
-    x: TensorRef<'_, f32, 2>,
+#[custom_op(name = "example::matmul_i4_bwd", dtypes(T = [f32, bf16]))]
+pub fn matmul_i4_bwd<T: Act>(
+    x: TensorRef<'_, T, 2>,
     w: PackedRef<'_, I4, 2>,
-    scales: TensorRef<'_, f32, 2>,
-    d_y: TensorRef<'_, f32, 2>,
-    #[out(shape = x)] mut d_x: TensorMut<'_, f32, 2>,
-    #[out(shape = scales)] mut d_scales: TensorMut<'_, f32, 2>,
+    scales: TensorRef<'_, T, 2>,
+    d_y: TensorRef<'_, T, 2>,
+    #[out(shape = x)] mut d_x: TensorMut<'_, T, 2>,
+    #[out(shape = scales)] mut d_scales: TensorMut<'_, T, 2>,
 ) -> Result<(), OpError> {
     let (m, k, n, group) = product_shape("matmul_i4_bwd", x.dims(), w.dims(), scales.dims(), None)?;
     if d_y.dims() != [m as i64, n as i64] {
@@ -139,10 +177,13 @@ pub fn matmul_i4_bwd(
             d_y.dims()
         )));
     }
-    let (xs, s, dy) = (x.as_slice(), scales.as_slice(), d_y.as_slice());
-    let (dx, ds) = (d_x.as_mut_slice(), d_scales.as_mut_slice());
-    dx.fill(0.0);
-    ds.fill(0.0);
+    let (xs, s, dy) = (
+        T::f32s(x.as_slice()),
+        T::f32s(scales.as_slice()),
+        T::f32s(d_y.as_slice()),
+    );
+    let mut dx = vec![0.0f32; m * k];
+    let mut ds = vec![0.0f32; s.len()];
     let mut row = vec![0.0f32; n];
     for kk in 0..k {
         let g = kk / group;
@@ -164,6 +205,8 @@ pub fn matmul_i4_bwd(
             dx[mm * k + kk] = acc;
         }
     }
+    T::with_f32s(d_x.as_mut_slice(), |out| out.copy_from_slice(&dx));
+    T::with_f32s(d_scales.as_mut_slice(), |out| out.copy_from_slice(&ds));
     Ok(())
 }
 
