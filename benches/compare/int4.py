@@ -76,8 +76,13 @@ def run_jax(path):
             return median_ms(lambda: f(xd, qd, sd).block_until_ready())
 
         base, t = timed(jnp_f), timed(ours)
-        print("  M=%-3d i4     jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx)"
-              % (m, base, t, base / t))
+        # The same with bf16 activations and scales (accumulated in f32).
+        xb, sb = jnp.asarray(x.astype(ml_dtypes.bfloat16)), jnp.asarray(s.astype(ml_dtypes.bfloat16))
+        got = np.asarray(ours(xb, qd, sb)).astype(np.float64)
+        assert np.max(np.abs(got - ref)) <= 2e-2 * scale, "wrong bf16 product"
+        tb = median_ms(lambda: ours(xb, qd, sb).block_until_ready())
+        print("  M=%-3d i4     jnp dequantize+dot %8.2f ms  |  customop %8.2f ms  (%.2fx), "
+              "bf16 x %8.2f ms" % (m, base, t, base / t, tb))
     # MXFP4: f4E2M1FN weights, one f8E8M0FNU scale (a power of two) per 32 rows.
     rng = np.random.default_rng(1)
     w4 = rng.integers(0, 16, size=(K, N)).astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
