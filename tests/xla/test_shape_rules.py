@@ -16,7 +16,7 @@ import unittest
 import numpy as np
 
 from customop.eager import Handlers, KernelError
-from customop.manifest import ConstDim, DimOf, ExprDim, ShapeOf, TensorResult
+from customop.manifest import ConstDim, DimOf, DimsOf, DtypeVar, ExprDim, ShapeOf, TensorResult
 from customop.schema import SchemaError, result_specs
 from customop.xla import Library
 
@@ -91,6 +91,9 @@ CASES = [
     (KERNELS, "example::histogram_add", {"x": (5,), "counts": (4,), "total": ()},
      {"lo": 0.0, "hi": 8.0}),
     (KERNELS, "example::cache_write", {"cache": (3, 2), "row": (2,)}, {"at": 1}),
+    # Outputs whose rank follows an input's (`[..x.dims(..-1)]`), generic over f32 and more.
+    (KERNELS, "example::rms_norm_fwd", {"x": (2, 3, 5)}, {"eps": 1e-5}),
+    (KERNELS, "example::rms_norm_fwd", {"x": (4,)}, {"eps": 1e-5}),
     # A `#[state]` parameter is not an operand.
     (KERNELS, "example::windowed", {"x": (2, 3)}, {"n": 4}),
 ]
@@ -106,7 +109,9 @@ def operands(lib, sch, shapes):
         else:
             n = int(np.prod(shapes[p.name], dtype=np.int64))
             values = np.arange(1, n + 1) % 5 + 1
-            out.append(values.astype(p.dtype.numpy_dtype).reshape(shapes[p.name]))
+            # A generic op's tensor: the first of its type parameter's types.
+            dtype = p.dtype.allowed[0] if isinstance(p.dtype, DtypeVar) else p.dtype
+            out.append(values.astype(dtype.numpy_dtype).reshape(shapes[p.name]))
     return out
 
 
@@ -128,7 +133,10 @@ class ShapeRules(unittest.TestCase):
         sch = lib.op(name).schema
         args = operands(lib, sch, shapes)
         attrs = attributes(lib, sch, attrs)
-        specs = result_specs(sch, {p.name: a.shape for p, a in zip(sch.operands, args)}, attrs)
+        types = lib.manifest.element_types
+        specs = result_specs(sch, {p.name: a.shape for p, a in zip(sch.operands, args)}, attrs,
+                             {p.name: types.by_numpy(a.dtype.name)
+                              for p, a in zip(sch.operands, args)})
         # The shapes Python computed are the ones the handler accepts.
         results = [empty(s.shape, s.dtype) for s in specs]
         run.call_numpy(name, args, results, attrs)
@@ -192,7 +200,8 @@ class ShapeRules(unittest.TestCase):
                 else:
                     covered.add(r.kind)
         self.assertTrue(kinds <= covered, "rule kinds without a case: %s" % (kinds - covered))
-        self.assertTrue({ShapeOf.__name__, DimOf.__name__, ExprDim.__name__, "opaque",
+        self.assertTrue({ShapeOf.__name__, DimOf.__name__, ExprDim.__name__, DimsOf.__name__,
+                         "opaque",
                          "updated_external", "updated_tensor"} <= covered)
 
     def test_const_dims_and_bad_rules(self):
