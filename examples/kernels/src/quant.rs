@@ -49,14 +49,14 @@ const BLOCK: usize = 256;
 const MX_BLOCK: usize = 32;
 
 /// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte (`w`),
-/// `pair(byte)` their two values (low nibble first), and `scale(g, j)` the scale of rows
-/// `g * group..` of column `j`; written into `out: [m, n]`.
+/// `pair(byte)` their two values (low nibble first), and `scales: [k / group, n]`; written
+/// into `out: [m, n]`.
 fn block_matmul(
     xs: &[f32],
     w: &[u8],
     (m, k, n, group): (usize, usize, usize, usize),
     pair: impl Fn(u8) -> [f32; 2] + Sync,
-    scale: impl Fn(usize, usize) -> f32 + Sync,
+    scales: &[f32],
     out: &mut [f32],
 ) {
     let blocks = n.div_ceil(BLOCK);
@@ -71,8 +71,10 @@ fn block_matmul(
             acc.fill(0.0);
             for kk in g * group..(g + 1) * group {
                 let start = (kk * n + n0) / 2;
-                for (two, &byte) in q.chunks_exact_mut(2).zip(&w[start..start + width / 2]) {
-                    two.copy_from_slice(&pair(byte));
+                for (j, &byte) in w[start..start + width / 2].iter().enumerate() {
+                    let [lo, hi] = pair(byte);
+                    q[2 * j] = lo;
+                    q[2 * j + 1] = hi;
                 }
                 for (row, a) in acc.chunks_exact_mut(BLOCK).enumerate() {
                     let xv = xs[row * k + kk];
@@ -81,9 +83,10 @@ fn block_matmul(
                     }
                 }
             }
+            let s = &scales[g * n + n0..g * n + n0 + width];
             for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
-                for (j, (t, &a)) in t[..width].iter_mut().zip(&a[..width]).enumerate() {
-                    *t += a * scale(g, n0 + j);
+                for ((t, &a), &s) in t[..width].iter_mut().zip(&a[..width]).zip(s) {
+                    *t += a * s;
                 }
             }
         }
@@ -138,14 +141,14 @@ pub fn matmul_i4<T: Act>(
     #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, T, 2>,
 ) -> Result<(), OpError> {
     let shape = product_shape("matmul_i4", x.dims(), w.dims(), scales.dims(), None)?;
-    let (xs, s, n) = (T::f32s(x.as_slice()), T::f32s(scales.as_slice()), shape.2);
+    let (xs, s) = (T::f32s(x.as_slice()), T::f32s(scales.as_slice()));
     T::with_f32s(y.as_mut_slice(), |out| {
         block_matmul(
             &xs,
             w.bytes(),
             shape,
             |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
-            |g, j| s[g * n + j],
+            &s,
             out,
         );
     });
@@ -229,13 +232,12 @@ pub fn matmul_mxfp4(
     // The scales as f32s, once (2^-127 and 2^-126... are exact f32s; a product with a
     // subnormal one is flushed to zero where XLA flushes denormals).
     let s: Vec<f32> = scales.as_slice().iter().map(|c| c.apply(1.0)).collect();
-    let n = shape.2;
     block_matmul(
         x.as_slice(),
         w.bytes(),
         shape,
         f4_pair,
-        |g, j| s[g * n + j],
+        &s,
         y.as_mut_slice(),
     );
     Ok(())
