@@ -358,7 +358,34 @@ impl<'f> CallCx<'f> {
         }
         let n = self.typed::<T>(&raw, name, raw.dims.len())?;
         let bytes = n * core::mem::size_of::<T>();
-        let start = raw.data as usize;
+        self.claim_output(i, name, raw.data as usize, bytes)?;
+        if n == 0 {
+            return Ok(TensorMut::from_checked(&mut [], raw.dims));
+        }
+        if T::ELEMENT_TYPE == ElementType::Bool {
+            // SAFETY: the result buffer holds `n` one-byte elements, valid and writable for the
+            // call and not referenced elsewhere (checked above). XLA does not initialise it: it
+            // is zeroed (all `false`), so that a kernel reading its output reads valid bools.
+            unsafe { core::ptr::write_bytes(raw.data as *mut u8, 0, n) };
+        }
+        // SAFETY: XLA's result buffer holds `n` elements of the checked dtype, aligned, valid
+        // for the call; it is handed out once (`take`) and overlaps no input and no other
+        // result, so this is the only reference to it. `Element` is sealed with the dtype's
+        // byte size; a `bool` buffer was zeroed above, and the other element types accept any
+        // bytes.
+        let data = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut T, n) };
+        Ok(TensorMut::from_checked(data, raw.dims))
+    }
+
+    /// Takes result `i` (`name`), the `bytes` at `start`, for one writable view: refused if it
+    /// overlaps an input or another result, or was taken before.
+    pub(super) fn claim_output(
+        &self,
+        i: usize,
+        name: &str,
+        start: usize,
+        bytes: usize,
+    ) -> Result<(), OpError> {
         let overlaps = |(at, len): (usize, usize)| {
             bytes > 0 && len > 0 && start < at.saturating_add(len) && at < start + bytes
         };
@@ -379,23 +406,7 @@ impl<'f> CallCx<'f> {
                 format!("output `{name}` overlaps result {j}"),
             ));
         }
-        self.take(i, name)?;
-        if n == 0 {
-            return Ok(TensorMut::from_checked(&mut [], raw.dims));
-        }
-        if T::ELEMENT_TYPE == ElementType::Bool {
-            // SAFETY: the result buffer holds `n` one-byte elements, valid and writable for the
-            // call and not referenced elsewhere (checked above). XLA does not initialise it: it
-            // is zeroed (all `false`), so that a kernel reading its output reads valid bools.
-            unsafe { core::ptr::write_bytes(raw.data as *mut u8, 0, n) };
-        }
-        // SAFETY: XLA's result buffer holds `n` elements of the checked dtype, aligned, valid
-        // for the call; it is handed out once (`take`) and overlaps no input and no other
-        // result, so this is the only reference to it. `Element` is sealed with the dtype's
-        // byte size; a `bool` buffer was zeroed above, and the other element types accept any
-        // bytes.
-        let data = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut T, n) };
-        Ok(TensorMut::from_checked(data, raw.dims))
+        self.take(i, name)
     }
 
     /// The bytes of argument `i`, which must be a `ui8` vector.
@@ -489,13 +500,6 @@ not_bool!(
     half::f16,
     half::bf16,
     crate::types::Complex64,
-    crate::types::Complex128,
-    crate::float8::F8E4M3FN,
-    crate::float8::F8E5M2,
-    crate::float8::F8E4M3,
-    crate::float8::F8E3M4,
-    crate::float8::F8E4M3FNUZ,
-    crate::float8::F8E5M2FNUZ,
-    crate::float8::F8E4M3B11FNUZ,
-    crate::float8::F8E8M0FNU
+    crate::types::Complex128
 );
+crate::float8::with_float8_types!(not_bool);

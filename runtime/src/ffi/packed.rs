@@ -75,28 +75,7 @@ impl<'f> CallCx<'f> {
             ));
         }
         let bytes = self.packed_len::<T>(&raw, name, raw.dims.len())?;
-        let start = raw.data as usize;
-        let overlaps = |(at, len): (usize, usize)| {
-            bytes > 0 && len > 0 && start < at.saturating_add(len) && at < start + bytes
-        };
-        if self.buffer_ranges(true).any(|(_, r)| overlaps(r)) {
-            return Err(op_err(
-                self.op,
-                Refusal::Overlap,
-                format!("output `{name}` overlaps an input buffer"),
-            ));
-        }
-        if let Some((j, _)) = self
-            .buffer_ranges(false)
-            .find(|&(j, r)| j != i && overlaps(r))
-        {
-            return Err(op_err(
-                self.op,
-                Refusal::Overlap,
-                format!("output `{name}` overlaps result {j}"),
-            ));
-        }
-        self.take(i, name)?;
+        self.claim_output(i, name, raw.data as usize, bytes)?;
         let data: &'f mut [u8] = if bytes == 0 {
             &mut []
         } else {

@@ -386,6 +386,24 @@ impl Codec for E8M0 {
     }
 }
 
+/// Calls `$m!` with the paths of the eight 8-bit float types (one list for the traits every
+/// one of them implements alike).
+macro_rules! with_float8_types {
+    ($m:ident) => {
+        $m!(
+            crate::float8::F8E4M3FN,
+            crate::float8::F8E5M2,
+            crate::float8::F8E4M3,
+            crate::float8::F8E3M4,
+            crate::float8::F8E4M3FNUZ,
+            crate::float8::F8E5M2FNUZ,
+            crate::float8::F8E4M3B11FNUZ,
+            crate::float8::F8E8M0FNU
+        );
+    };
+}
+pub(crate) use with_float8_types;
+
 /// The bits of `x` rounded into the 8-bit float type `element`; `None` if `element` is not
 /// one.
 pub fn bits_of(element: crate::types::ElementType, x: f64) -> Option<u8> {

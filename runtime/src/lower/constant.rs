@@ -114,16 +114,7 @@ macro_rules! constant_byte {
         }
     )*};
 }
-constant_byte!(
-    crate::float8::F8E4M3FN,
-    crate::float8::F8E5M2,
-    crate::float8::F8E4M3,
-    crate::float8::F8E3M4,
-    crate::float8::F8E4M3FNUZ,
-    crate::float8::F8E5M2FNUZ,
-    crate::float8::F8E4M3B11FNUZ,
-    crate::float8::F8E8M0FNU
-);
+crate::float8::with_float8_types!(constant_byte);
 
 impl ConstantElement for bool {
     fn append_le(&self, out: &mut Vec<u8>) {
