@@ -495,6 +495,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::matmul_i4",
             "example::matmul_i4_bwd",
             "example::matmul_mxfp4",
+            "example::matmul_u4_zp",
             "example::mean_pool",
             "example::mean_pool_bwd",
             "example::pack_i4",

@@ -90,6 +90,10 @@ def calls(lib: Any) -> list[Call]:
         Call("example::matmul_i4_bwd", [x23, (np.arange(12) % 16 - 8).astype(ml_dtypes.int4)
                                         .reshape(3, 4), np.full((1, 4), 0.5, np.float32),
                                         _pos((2, 4), seed=21)], batched=(0, 3), torch=False),
+        Call("example::matmul_u4_zp", [x23, (np.arange(12) % 16).astype(ml_dtypes.uint4)
+                                       .reshape(3, 4), np.full((1, 4), 0.5, np.float32),
+                                       np.full((1, 4), 8.0, np.float32)],
+             batched=(0,), torch=False),
         Call("example::matmul_mxfp4", [_pos((2, 32), seed=18),
                                        (np.arange(32 * 4) % 16).astype(np.uint8).view(
                                            ml_dtypes.float4_e2m1fn).reshape(32, 4),

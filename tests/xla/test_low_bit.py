@@ -109,6 +109,19 @@ class MatmulI4(unittest.TestCase):
         g = jax.grad(lambda x: OPS.matmul_i4(x, w, s).astype(np.float32).sum())(x)
         self.assertEqual(g.dtype, ml_dtypes.bfloat16)
 
+    def test_unsigned_weights_with_zero_points(self):
+        """`matmul_u4_zp`: (w - zeros) · scales, GPTQ-style, against numpy in f64."""
+        rng = np.random.default_rng(9)
+        for m, k, n, groups in ((1, 256, 512, 2), (8, 128, 64, 1)):
+            x = rng.normal(size=(m, k)).astype(np.float32)
+            w = rng.integers(0, 16, size=(k, n)).astype(ml_dtypes.uint4)
+            s = rng.uniform(0.01, 0.02, size=(groups, n)).astype(np.float32)
+            z = rng.integers(6, 10, size=(groups, n)).astype(np.float32)
+            got = np.asarray(crosscheck.jit(PATH, OPS.matmul_u4_zp)(x, w, s, z))
+            deq = ((w.astype(np.float64).reshape(groups, k // groups, n) - z[:, None, :])
+                   * s[:, None, :]).reshape(k, n)
+            np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5, atol=1e-5)
+
     def test_gradients_for_x_and_the_scales(self):
         """The declared backward (`matmul_i4_bwd`) against jnp's gradient of the dequantized
         product, for `x` and the scales; the weights, integers, get none."""

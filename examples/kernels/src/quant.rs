@@ -9,7 +9,7 @@
 //!   power of two, per 32 rows (`matmul_mxfp4`, `dequantize_mxfp4`, `quantize_mxfp4`).
 
 use customop::prelude::*;
-use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, bf16};
+use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, U4, bf16};
 use std::borrow::Cow;
 
 /// The activation and scale types of `matmul_i4`: `f32` (used as it is) and `bf16` (widened
@@ -159,6 +159,59 @@ pub fn matmul_i4<T: Act>(
 const F4: [f32; 16] = [
     0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
 ];
+
+/// `y = x · dequant(w)` with zero points, as GPTQ- and AWQ-style checkpoints keep weights:
+/// `w: [K, N]` in `ui4`, `dequant(w)[k, n] = (w[k, n] − zeros[g, n]) · scales[g, n]`, `g = k /
+/// group`, `scales` and `zeros` `[K / group, N]`. Computed as the product with `w · scales`
+/// (the `i4` kernel's loop, on unsigned nibbles) minus, per group, the sum of `x`'s entries over
+/// the group times `zeros · scales`: the zero points cost one small product, not a pass over
+/// the weights.
+#[custom_op(name = "example::matmul_u4_zp", dtypes(T = [f32, bf16]))]
+pub fn matmul_u4_zp<T: Act>(
+    x: TensorRef<'_, T, 2>,
+    w: PackedRef<'_, U4, 2>,
+    scales: TensorRef<'_, T, 2>,
+    zeros: TensorRef<'_, T, 2>,
+    #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, T, 2>,
+) -> Result<(), OpError> {
+    let shape = product_shape("matmul_u4_zp", x.dims(), w.dims(), scales.dims(), None)?;
+    if zeros.dims() != scales.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "matmul_u4_zp: zeros are {:?}, the scales {:?}",
+            zeros.dims(),
+            scales.dims()
+        )));
+    }
+    let (m, k, n, group) = shape;
+    let (xs, s, z) = (
+        T::f32s(x.as_slice()),
+        T::f32s(scales.as_slice()),
+        T::f32s(zeros.as_slice()),
+    );
+    let zs: Vec<f32> = z.iter().zip(s.iter()).map(|(z, s)| z * s).collect();
+    T::with_f32s(y.as_mut_slice(), |out| {
+        block_matmul(
+            &xs,
+            w.bytes(),
+            shape,
+            |b| [f32::from(b & 0xF), f32::from(b >> 4)],
+            &s,
+            out,
+        );
+        for (row, o) in out.chunks_exact_mut(n.max(1)).enumerate() {
+            for (g, zrow) in zs.chunks_exact(n.max(1)).enumerate() {
+                let xsum: f32 = xs[row * k + g * group..row * k + (g + 1) * group]
+                    .iter()
+                    .sum();
+                for (o, &zs) in o.iter_mut().zip(zrow) {
+                    *o -= xsum * zs;
+                }
+            }
+        }
+        debug_assert_eq!(out.len(), m * n);
+    });
+    Ok(())
+}
 
 /// The backward of `matmul_i4`: with `W = dequant(w)`, `d_x = d_y · Wᵀ` and
 /// `d_scales[g, n] = Σ_{k in group g} w[k, n] · Σ_m x[m, k] · d_y[m, n]` (the weights, integers,
