@@ -9,6 +9,7 @@
 pub mod abi;
 mod attr;
 mod bind;
+mod dtype_name;
 pub(crate) mod eager;
 mod entry;
 mod frame;

@@ -4,6 +4,12 @@
 
 use core::fmt;
 
+mod element;
+mod tensor_type;
+
+pub use element::{Element, ElementOf};
+pub use tensor_type::{ShapeError, TensorType};
+
 /// The element type of a tensor.
 ///
 /// Each variant names the MLIR spelling ([`ElementType::mlir_name`]) and the XLA FFI
@@ -414,179 +420,6 @@ impl ElementType {
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.mlir_name())
-    }
-}
-
-/// A Rust scalar type that has an [`ElementType`].
-///
-/// Sealed: only customop implements it, for the types listed in the note below, because the
-/// handler builds `&[T]` and `&mut [T]` over XLA's buffers from it. Each implementation is
-/// checked at compile time: `size_of::<T>()` is the element type's byte size, and the
-/// alignment divides it (a buffer of `n` elements is then exactly `n * size_of::<T>()` bytes).
-/// A type alias of one of these types (`type Real = f32`) is the same type and works
-/// everywhere.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tensor element type",
-    label = "not an element type",
-    note = "tensor elements are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, \
-            half::f16, half::bf16, Complex64 and Complex128 (num_complex::Complex<f32>/<f64>), \
-            the float8 types (F8E4M3FN, F8E5M2, F8E4M3, F8E3M4, F8E4M3FNUZ, F8E5M2FNUZ, \
-            F8E4M3B11FNUZ, F8E8M0FNU; customop re-exports these crates and types), or \
-            an alias of one; the trait is sealed: other types cannot implement it. The packed \
-            sub-byte types (I4, U4, I2, U2, F4E2M1FN) are taken as `PackedRef<'_, T>` and \
-            `PackedMut<'_, T>`, not `TensorRef`/`TensorMut`"
-)]
-pub trait Element: Copy + 'static + sealed::Sealed {
-    /// The element type of this Rust type.
-    const ELEMENT_TYPE: ElementType;
-}
-
-mod sealed {
-    /// Implemented only here: see [`Element`](super::Element).
-    pub trait Sealed {}
-}
-
-macro_rules! impl_element {
-    ($($t:ty => $e:ident),* $(,)?) => {
-        $(
-            impl sealed::Sealed for $t {}
-            impl Element for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; }
-            // The handler's slices over XLA's buffers rely on this (see `Element`).
-            const _: () = assert!(
-                core::mem::size_of::<$t>() == ElementType::$e.byte_size()
-                    && ElementType::$e.byte_size() % core::mem::align_of::<$t>() == 0
-            );
-        )*
-    };
-}
-impl_element!(
-    bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-    u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64,
-    half::f16 => F16, half::bf16 => BF16, Complex64 => C64, Complex128 => C128,
-    crate::float8::F8E4M3FN => F8E4M3FN, crate::float8::F8E5M2 => F8E5M2,
-    crate::float8::F8E4M3 => F8E4M3,
-    crate::float8::F8E3M4 => F8E3M4,
-    crate::float8::F8E4M3FNUZ => F8E4M3FNUZ,
-    crate::float8::F8E5M2FNUZ => F8E5M2FNUZ,
-    crate::float8::F8E4M3B11FNUZ => F8E4M3B11FNUZ,
-    crate::float8::F8E8M0FNU => F8E8M0FNU,
-);
-
-/// A type with an element type: every [`Element`], and the packed sub-byte types of
-/// [`packed`](crate::packed) (which a kernel takes as `PackedRef`/`PackedMut`). What a
-/// declaration's tensor types are read through.
-pub trait ElementOf {
-    /// The element type.
-    const ELEMENT_TYPE: ElementType;
-}
-
-impl<T: Element> ElementOf for T {
-    const ELEMENT_TYPE: ElementType = <T as Element>::ELEMENT_TYPE;
-}
-
-macro_rules! packed_element_of {
-    ($($t:ident),*) => {$(
-        impl ElementOf for crate::packed::$t {
-            const ELEMENT_TYPE: ElementType = <crate::packed::$t as crate::packed::Packed>::ELEMENT_TYPE;
-        }
-    )*};
-}
-packed_element_of!(I4, U4, I2, U2, F4E2M1FN);
-
-/// A ranked tensor type with a static shape, such as `tensor<3x3xf32>`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TensorType {
-    element: ElementType,
-    shape: Vec<i64>,
-}
-
-/// Why a [`TensorType`] could not be made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShapeError {
-    /// What is wrong with the shape.
-    pub message: String,
-}
-
-impl fmt::Display for ShapeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ShapeError {}
-
-impl TensorType {
-    /// A tensor type with the given element type and static shape (every dimension ≥ 0).
-    pub fn new(element: ElementType, shape: impl Into<Vec<i64>>) -> Result<Self, ShapeError> {
-        let shape = shape.into();
-        if let Some(d) = shape.iter().find(|&&d| d < 0) {
-            return Err(ShapeError {
-                message: format!("dimension {d} in shape {shape:?} is negative: shapes are static"),
-            });
-        }
-        if shape
-            .iter()
-            .try_fold(1i64, |acc, &d| acc.checked_mul(d))
-            .is_none()
-        {
-            return Err(ShapeError {
-                message: format!("shape {shape:?} has more elements than fit in an i64"),
-            });
-        }
-        Ok(TensorType { element, shape })
-    }
-
-    /// A tensor type from a shape the caller has already checked (every dimension ≥ 0).
-    #[cfg_attr(not(feature = "mlir"), allow(dead_code))]
-    pub(crate) fn from_parts(element: ElementType, shape: Vec<i64>) -> Self {
-        debug_assert!(shape.iter().all(|&d| d >= 0));
-        TensorType { element, shape }
-    }
-
-    /// A rank-0 tensor type of `element`.
-    pub fn scalar(element: ElementType) -> Self {
-        TensorType {
-            element,
-            shape: Vec::new(),
-        }
-    }
-
-    /// The element type.
-    pub fn element(&self) -> ElementType {
-        self.element
-    }
-
-    /// The shape (one entry per dimension).
-    pub fn shape(&self) -> &[i64] {
-        &self.shape
-    }
-
-    /// The number of dimensions.
-    pub fn rank(&self) -> usize {
-        self.shape.len()
-    }
-
-    /// The number of elements (the product of the dimensions).
-    pub fn element_count(&self) -> i64 {
-        self.shape.iter().product()
-    }
-
-    /// The same shape with another element type.
-    pub fn with_element(&self, element: ElementType) -> Self {
-        TensorType {
-            element,
-            shape: self.shape.clone(),
-        }
-    }
-}
-
-impl fmt::Display for TensorType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("tensor<")?;
-        for d in &self.shape {
-            write!(f, "{d}x")?;
-        }
-        write!(f, "{}>", self.element)
     }
 }
 
