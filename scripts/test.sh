@@ -248,12 +248,12 @@ declare -A MIN_CHECKS=(
   [xla/test_computed_shapes.py]=28
   [xla/test_generic_ops.py]=32
   [xla/test_dtypes.py]=24
-  [xla/test_transforms.py]=128
+  [xla/test_transforms.py]=184
   [xla/test_higher_order.py]=12
   [xla/test_parallel.py]=4
-  [xla/test_ffi_ports.py]=40
+  [xla/test_ffi_ports.py]=52
   [xla/test_float8.py]=16
-  [xla/test_low_bit.py]=40
+  [xla/test_low_bit.py]=64
 )
 short=0
 for suite in $(printf '%s\n' "${!MIN_CHECKS[@]}" | sort); do
