@@ -204,6 +204,16 @@ class Mxfp4AndQuantizers(unittest.TestCase):
         got = np.asarray(OPS.matmul_i4(x, q, s))
         np.testing.assert_allclose(got, x @ w, rtol=0, atol=0.1 * np.abs(x @ w).max())
 
+    def test_empty_products_and_non_finite_weights(self):
+        y = np.asarray(OPS.matmul_i4(np.zeros((0, 64), np.float32),
+                                     np.zeros((64, 8), ml_dtypes.int4), np.ones((1, 8), np.float32)))
+        self.assertEqual(y.shape, (0, 8))
+        w = np.ones((32, 4), np.float32)
+        w[3, 1] = np.inf
+        for op in (lambda w: OPS.quantize_mxfp4(w), lambda w: OPS.quantize_i4(w, group=32)):
+            with self.assertRaisesRegex(Exception, r"w\[13\] is inf: only finite weights"):
+                op(w)
+
     def test_quantize_mxfp4_equals_the_ocp_reference(self):
         w = (np.random.default_rng(6).normal(size=(96, 40)) * 3).astype(np.float32)
         w[32:64, 5] = 0.0

@@ -59,6 +59,9 @@ fn block_matmul(
     scales: &[f32],
     out: &mut [f32],
 ) {
+    if m == 0 || n == 0 {
+        return; // an empty product: nothing to write
+    }
     let blocks = n.div_ceil(BLOCK);
     // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
     let mut tiles = vec![0.0f32; blocks * m * BLOCK];
@@ -112,7 +115,12 @@ fn product_shape(
     let d = |s: &[i64], i: usize| usize::try_from(s[i]).unwrap_or(0);
     let (m, k, n, groups) = (d(x, 0), d(x, 1), d(w, 1), d(scales, 0));
     let group = group.unwrap_or(k.checked_div(groups).unwrap_or(0));
-    if d(w, 0) != k || d(scales, 1) != n || group == 0 || groups * group != k || n % 2 != 0 {
+    if d(w, 0) != k
+        || d(scales, 1) != n
+        || group == 0
+        || groups.checked_mul(group) != Some(k)
+        || n % 2 != 0
+    {
         return Err(OpError::invalid_argument(format!(
             "{op}: x is {x:?}, w {w:?}, scales {scales:?}: w must be [K, N] with N even, scales \
              [K / group, N]{}",
@@ -305,7 +313,7 @@ pub fn dequantize_mxfp4(
     #[out(shape = w)] mut y: TensorMut<'_, f32, 2>,
 ) -> Result<(), OpError> {
     let (k, n) = (w.dim(0), w.dim(1));
-    if scales.dim(1) != n || scales.dim(0) * MX_BLOCK != k {
+    if scales.dim(1) != n || scales.dim(0).checked_mul(MX_BLOCK) != Some(k) {
         return Err(OpError::invalid_argument(format!(
             "dequantize_mxfp4: w is {:?}, so scales must be [{}, {n}]; got {:?}",
             w.dims(),
@@ -340,6 +348,12 @@ pub fn quantize_i4(
         )));
     }
     let ws = w.as_slice();
+    if let Some(bad) = ws.iter().position(|v| !v.is_finite()) {
+        return Err(OpError::invalid_argument(format!(
+            "quantize_i4: w[{bad}] is {}: only finite weights have a scale",
+            ws[bad]
+        )));
+    }
     let s = scales.as_mut_slice();
     for (gi, srow) in s.chunks_exact_mut(n.max(1)).enumerate() {
         for (j, sc) in srow.iter_mut().enumerate() {
@@ -373,6 +387,12 @@ pub fn quantize_mxfp4(
         )));
     }
     let ws = w.as_slice();
+    if let Some(bad) = ws.iter().position(|v| !v.is_finite()) {
+        return Err(OpError::invalid_argument(format!(
+            "quantize_mxfp4: w[{bad}] is {}: only finite weights have a scale",
+            ws[bad]
+        )));
+    }
     let s = scales.as_mut_slice();
     for (b, srow) in s.chunks_exact_mut(n.max(1)).enumerate() {
         for (j, sc) in srow.iter_mut().enumerate() {

@@ -52,3 +52,14 @@ fn another_type_or_an_overlap_is_refused() {
     f.aliased.push((0, 0, 0));
     refused(f, p, Refusal::Overlap, "overlaps an input buffer");
 }
+
+#[test]
+fn a_shape_that_spans_more_bytes_than_memory_is_refused() {
+    // 2^62 f32 elements are 2^64 bytes: the byte count would wrap; refused before any view.
+    let h: Handler = customop_example_kernels::checked_sqrt::customop_handler_example_checked_sqrt;
+    let f = Frame::new(
+        vec![buf(F32, &[1 << 62], &[0; 8])],
+        vec![zeros(F32, &[1], 4)],
+    );
+    refused(f, h, Refusal::BadShape, "spans more bytes than memory");
+}

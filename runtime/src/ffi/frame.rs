@@ -146,6 +146,20 @@ impl<'f> CallCx<'f> {
                 format!("parameter `{name}`: {e}"),
             )
         })?;
+        // The bytes must be a length a slice can have (no wrapped `n * size`).
+        if element
+            .packed_bytes(n)
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(op_err(
+                self.op,
+                Refusal::BadShape,
+                format!(
+                    "parameter `{name}`: shape {:?} spans more bytes than memory",
+                    raw.dims
+                ),
+            ));
+        }
         if n > 0 && raw.data.is_null() {
             return Err(op_err(
                 self.op,
@@ -347,7 +361,10 @@ impl<'f> CallCx<'f> {
         bytes: usize,
     ) -> Result<(), OpError> {
         let overlaps = |(at, len): (usize, usize)| {
-            bytes > 0 && len > 0 && start < at.saturating_add(len) && at < start + bytes
+            bytes > 0
+                && len > 0
+                && start < at.saturating_add(len)
+                && at < start.saturating_add(bytes)
         };
         if self.buffer_ranges(true).any(|(_, r)| overlaps(r)) {
             return Err(op_err(

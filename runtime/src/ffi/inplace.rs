@@ -38,7 +38,10 @@ impl<'f> CallCx<'f> {
         let bytes = n * core::mem::size_of::<T>();
         let (start, from) = (out.data as usize, input.data as usize);
         let overlaps = |(at, len): (usize, usize)| {
-            bytes > 0 && len > 0 && start < at.saturating_add(len) && at < start + bytes
+            bytes > 0
+                && len > 0
+                && start < at.saturating_add(len)
+                && at < start.saturating_add(bytes)
         };
         // Its own operand may be the same buffer; any other overlap is refused.
         if let Some((j, _)) = self
