@@ -316,23 +316,9 @@ impl<'f> CallCx<'f> {
         fits: impl FnOnce(&[i64]) -> bool,
         expected: impl FnOnce() -> Result<Vec<i64>, OpError>,
     ) -> Result<TensorMut<'f, T, RANK>, OpError> {
-        let raw = self.raw(false, i)?;
-        if !fits(raw.dims) {
-            let want = expected()?;
-            // Element type and rank first, as for an input, then the shape.
-            self.typed::<T>(&raw, name, want.len())?;
-            return Err(op_err(
-                self.op,
-                Refusal::WrongShape,
-                format!(
-                    "output `{name}`: expected shape {want:?}, XLA passed {:?}",
-                    raw.dims
-                ),
-            ));
-        }
-        let n = self.typed::<T>(&raw, name, raw.dims.len())?;
-        let bytes = n * core::mem::size_of::<T>();
-        self.claim_output(i, name, raw.data as usize, bytes)?;
+        let align = core::mem::align_of::<T>();
+        let (raw, n, _) =
+            self.claim_sized_output(i, name, T::ELEMENT_TYPE, align, fits, expected)?;
         if n == 0 {
             return Ok(TensorMut::from_checked(&mut [], raw.dims));
         }
@@ -349,6 +335,40 @@ impl<'f> CallCx<'f> {
         // bytes.
         let data = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut T, n) };
         Ok(TensorMut::from_checked(data, raw.dims))
+    }
+
+    /// Result `i` as an output of `element` (aligned to `align`): XLA's dimensions accepted by
+    /// `fits` (else, after the element type and rank, the shape `expected` gives, in the
+    /// error), then claimed for one writable view. Its element count and bytes (packed for a
+    /// sub-byte type).
+    pub(super) fn claim_sized_output(
+        &self,
+        i: usize,
+        name: &str,
+        element: ElementType,
+        align: usize,
+        fits: impl FnOnce(&[i64]) -> bool,
+        expected: impl FnOnce() -> Result<Vec<i64>, OpError>,
+    ) -> Result<(Raw<'f>, usize, usize), OpError> {
+        let raw = self.raw(false, i)?;
+        if !fits(raw.dims) {
+            let want = expected()?;
+            // Element type and rank first, as for an input, then the shape.
+            self.typed_as(&raw, name, want.len(), element, align)?;
+            return Err(op_err(
+                self.op,
+                Refusal::WrongShape,
+                format!(
+                    "output `{name}`: expected shape {want:?}, XLA passed {:?}",
+                    raw.dims
+                ),
+            ));
+        }
+        let n = self.typed_as(&raw, name, raw.dims.len(), element, align)?;
+        // `typed_as` refused a count whose bytes do not fit.
+        let bytes = element.packed_bytes(n).unwrap_or(usize::MAX);
+        self.claim_output(i, name, raw.data as usize, bytes)?;
+        Ok((raw, n, bytes))
     }
 
     /// Takes result `i` (`name`), the `bytes` at `start`, for one writable view: refused if it

@@ -61,21 +61,8 @@ impl<'f> CallCx<'f> {
         fits: impl FnOnce(&[i64]) -> bool,
         expected: impl FnOnce() -> Result<Vec<i64>, OpError>,
     ) -> Result<PackedMut<'f, T, RANK>, OpError> {
-        let raw = self.raw(false, i)?;
-        if !fits(raw.dims) {
-            let want = expected()?;
-            self.packed_len::<T>(&raw, name, want.len())?;
-            return Err(op_err(
-                self.op,
-                Refusal::WrongShape,
-                format!(
-                    "output `{name}`: expected shape {want:?}, XLA passed {:?}",
-                    raw.dims
-                ),
-            ));
-        }
-        let bytes = self.packed_len::<T>(&raw, name, raw.dims.len())?;
-        self.claim_output(i, name, raw.data as usize, bytes)?;
+        let (raw, _, bytes) =
+            self.claim_sized_output(i, name, T::ELEMENT_TYPE, 1, fits, expected)?;
         let data: &'f mut [u8] = if bytes == 0 {
             &mut []
         } else {
