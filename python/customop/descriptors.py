@@ -10,6 +10,12 @@ field's type to nearest, ties to even (a finite value beyond its range is a `Pac
 descriptors -> dict, enums -> the variant's name (str), String -> str. A `[u8; N]` or `[i8; N]`
 array (C's `char[N]`) also takes `bytes`, `bytearray` or `str` (its UTF-8 bytes) of exactly N
 bytes.
+
+The 8-bit floats (`f8E4M3FN`, ..., `f8E8M0FNU`) -> float, rounded by ml_dtypes, which Rust's
+`from_f64` equals bit for bit: beyond the largest finite value, infinity where the type has one
+and NaN where it has none, as ml_dtypes gives (no error). They need ml_dtypes (jax installs
+it); without it, packing or unpacking one raises `MissingMlDtypes` naming the field, and every
+other field works as before.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from .wire import (_PRIMS, FORMAT_VERSION, HEADER_SIZE, MAGIC, DescriptorError, 
                    size_align, struct_fixed)
 
 __all__ = ["pack", "unpack", "PackError", "DescriptorError", "bf16_bits", "bf16_value",
-           "check_layout", "fingerprint", "canonical", "layout_canonical", "size_align",
+           "F8_TYPES", "MissingMlDtypes", "f8_bits", "f8_value", "check_layout", "fingerprint",
+           "canonical", "layout_canonical", "size_align",
            "struct_fixed", "as_layout", "MAGIC", "FORMAT_VERSION", "HEADER_SIZE"]
 
 
@@ -58,6 +65,55 @@ def bf16_bits(x: float) -> int:
 def bf16_value(bits: int) -> float:
     """The value of bfloat16 `bits` (exact)."""
     return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
+
+
+# The 8-bit float field types (their element types' MLIR names) and ml_dtypes' names for them.
+F8_TYPES = {
+    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "f8E4M3": "float8_e4m3",
+    "f8E3M4": "float8_e3m4", "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz",
+    "f8E4M3B11FNUZ": "float8_e4m3b11fnuz", "f8E8M0FNU": "float8_e8m0fnu",
+}
+
+
+class MissingMlDtypes(ImportError):
+    """An 8-bit float field packed or unpacked where ml_dtypes (or its type for the field) cannot
+    be imported: customop rounds and reads those values with ml_dtypes, so that they are Rust's
+    bit for bit. The message names the descriptor, the field and its type."""
+
+
+def _f8_dtype(kind: str) -> Any:
+    """ml_dtypes' type for the 8-bit float field type `kind`, imported on first use."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise MissingMlDtypes("%s values are packed and read with ml_dtypes (Rust's rounding, "
+                              "bit for bit), which cannot be imported: pip install ml_dtypes"
+                              % kind) from None
+    t = getattr(ml_dtypes, F8_TYPES[kind], None)
+    if t is None:
+        raise MissingMlDtypes("%s values are packed and read with ml_dtypes.%s, which ml_dtypes "
+                              "%s lacks: pip install 'ml_dtypes>=0.5'"
+                              % (kind, F8_TYPES[kind], ml_dtypes.__version__))
+    return t
+
+
+def f8_bits(kind: str, x: float) -> int:
+    """The bits of the 8-bit float type `kind` (`f8E4M3FN`, ...) nearest to `x`, as ml_dtypes
+    rounds a float64 (and Rust's `F8E4M3FN::from_f64`): ties to even; beyond the largest finite
+    value, infinity or NaN as the type has. `MissingMlDtypes` without ml_dtypes."""
+    import numpy as np
+
+    t = _f8_dtype(kind)
+    # Beyond the range is a documented result, not an accident: no overflow warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return int(np.array(x, np.float64).astype(t).view(np.uint8))
+
+
+def f8_value(kind: str, bits: int) -> float:
+    """The value of the 8-bit float `bits` of type `kind` (exact; NaN and infinities too)."""
+    import numpy as np
+
+    return float(np.array(bits & 0xFF, np.uint8).view(_f8_dtype(kind)).astype(np.float64))
 
 
 # --- packing --------------------------------------------------------------------------------
@@ -135,6 +191,11 @@ def _write(t: FieldType, value: Any, buf: bytearray, at: int, root: str, path: s
             value = int(value)
         else:
             value = float(value)
+        if k in F8_TYPES:
+            try:
+                value = f8_bits(k, value)
+            except MissingMlDtypes as e:
+                raise MissingMlDtypes("%s: %s" % (_where(root, path), e)) from None
         try:
             if k == "bf16":
                 value = bf16_bits(value)
@@ -220,6 +281,11 @@ def _read(t: FieldType, data: bytes, at: int, path: str) -> Any:
         return b == 1
     if isinstance(t, PrimType):
         v = struct.unpack_from("<" + _PRIMS[t.kind][0], data, at)[0]
+        if t.kind in F8_TYPES:
+            try:
+                return f8_value(t.kind, v)
+            except MissingMlDtypes as e:
+                raise MissingMlDtypes("field `%s`: %s" % (path, e)) from None
         return bf16_value(v) if t.kind == "bf16" else v
     if isinstance(t, EnumType):
         v = struct.unpack_from("<" + _PRIMS[t.repr][0], data, at)[0]

@@ -25,13 +25,14 @@ def json_field(obj: Json, key: str, where: str) -> Json:
 
 
 _PRIM_KINDS = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16",
-               "f32", "f64")
+               "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E3M4", "f8E4M3FNUZ",
+               "f8E5M2FNUZ", "f8E4M3B11FNUZ", "f8E8M0FNU")
 
 
 @dataclass(frozen=True)
 class PrimType:
     """A scalar field: `kind` is its Rust spelling (`bool`, `i8` .. `u64`, `f16`, `bf16`, `f32`,
-    `f64`)."""
+    `f64`), or for the 8-bit floats their element type's (`f8E4M3FN`, ..., `f8E8M0FNU`)."""
     kind: str
 
 

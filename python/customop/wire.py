@@ -21,6 +21,10 @@ _PRIMS = {
     "i8": ("b", 1), "i16": ("h", 2), "i32": ("i", 4), "i64": ("q", 8),
     "u8": ("B", 1), "u16": ("H", 2), "u32": ("I", 4), "u64": ("Q", 8),
     "f16": ("e", 2), "bf16": ("H", 2), "f32": ("f", 4), "f64": ("d", 8),
+    # The 8-bit floats, spelled as their element types' MLIR names: one byte, their bits.
+    "f8E4M3FN": ("B", 1), "f8E5M2": ("B", 1), "f8E4M3": ("B", 1), "f8E3M4": ("B", 1),
+    "f8E4M3FNUZ": ("B", 1), "f8E5M2FNUZ": ("B", 1), "f8E4M3B11FNUZ": ("B", 1),
+    "f8E8M0FNU": ("B", 1),
 }
 
 

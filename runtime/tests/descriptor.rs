@@ -380,6 +380,167 @@ fn the_layout_exports_as_json() {
     ));
 }
 
+// --- 8-bit floats -----------------------------------------------------------------------------
+
+use customop::{
+    F8E3M4, F8E4M3, F8E4M3B11FNUZ, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0FNU,
+};
+
+/// The eight 8-bit float types as fields (one byte, alignment 1, their bits), in an array and
+/// in a `Vec` tail, around an `f32` that they pad up to.
+#[derive(Descriptor, Clone, Debug)]
+#[descriptor(name = "test::Float8s")]
+pub struct Float8s {
+    pub a: F8E4M3FN,
+    pub b: F8E5M2,
+    pub gain: f32,
+    pub c: F8E4M3,
+    pub d: F8E3M4,
+    pub e: F8E4M3FNUZ,
+    pub f: F8E5M2FNUZ,
+    pub g: F8E4M3B11FNUZ,
+    pub scales: [F8E8M0FNU; 3],
+    pub q: Vec<F8E4M3FN>,
+}
+
+/// Rounded values, an infinity, NaNs (by overflow and by name), a `-0` that the FNUZ type makes
+/// `+0`, the scale type's tie (3 → 4), smallest and NaN.
+fn float8s() -> Float8s {
+    Float8s {
+        a: F8E4M3FN::from_f64(1.0 / 3.0),
+        b: F8E5M2::NEG_INFINITY,
+        gain: 0.5,
+        c: F8E4M3::from_f64(-240.0),
+        d: F8E3M4::from_f64(1.0 / 3.0),
+        e: F8E4M3FNUZ::NAN,
+        f: F8E5M2FNUZ::from_f64(-0.0),
+        g: F8E4M3B11FNUZ::from_f64(-1.0 / 3.0),
+        scales: [
+            F8E8M0FNU::from_f64(3.0),
+            F8E8M0FNU::MIN_POSITIVE,
+            F8E8M0FNU::NAN,
+        ],
+        q: vec![
+            F8E4M3FN::from_f64(1000.0),
+            F8E4M3FN::MAX,
+            F8E4M3FN::from_f64(-0.3),
+        ],
+    }
+}
+
+#[test]
+fn float8_fields_are_one_byte_of_bits() {
+    let l = Float8s::layout();
+    assert_eq!(
+        l.canonical,
+        "test::Float8s{a:f8E4M3FN,b:f8E5M2,gain:f32,c:f8E4M3,d:f8E3M4,e:f8E4M3FNUZ,\
+         f:f8E5M2FNUZ,g:f8E4M3B11FNUZ,scales:[f8E8M0FNU;3],q:Vec<f8E4M3FN>}"
+    );
+    assert_eq!(l.fingerprint, fingerprint_of(l.canonical.as_bytes()));
+    let offsets: Vec<(&str, Option<usize>, usize)> = l
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size))
+        .collect();
+    assert_eq!(
+        offsets,
+        vec![
+            ("a", Some(0), 1),
+            ("b", Some(1), 1),
+            ("gain", Some(4), 4),
+            ("c", Some(8), 1),
+            ("d", Some(9), 1),
+            ("e", Some(10), 1),
+            ("f", Some(11), 1),
+            ("g", Some(12), 1),
+            ("scales", Some(13), 3),
+            ("q", None, 0),
+        ]
+    );
+    assert_eq!((l.fixed_size, l.align, Float8s::FIXED_SIZE), (16, 4, 16));
+    let json: serde_json::Value = serde_json::from_str(&l.to_json()).unwrap();
+    assert_eq!(
+        json["fields"][0]["type"],
+        serde_json::json!({"kind": "f8E4M3FN"})
+    );
+    assert_eq!(
+        json["fields"][8]["type"]["element"],
+        serde_json::json!({"kind": "f8E8M0FNU"})
+    );
+
+    // The bits, as ml_dtypes gives them for the same values (float8_e4m3fn(1/3) is 0x2b, ...).
+    let bytes = float8s().pack();
+    let p = &bytes[HEADER_SIZE..];
+    assert_eq!(p.len(), 16 + 4 + 3);
+    assert_eq!(&p[0..4], &[0x2b, 0xfc, 0, 0], "a, b, zero padding");
+    assert_eq!(&p[4..8], &0.5f32.to_le_bytes());
+    assert_eq!(
+        &p[8..16],
+        &[0xf7, 0x15, 0x80, 0x00, 0xcb, 0x81, 0x00, 0xff],
+        "c, d, e, f, g, scales"
+    );
+    assert_eq!(&p[16..20], &3u32.to_le_bytes(), "q's count");
+    assert_eq!(&p[20..23], &[0x7f, 0x7e, 0xaa], "q");
+
+    // Round trip, NaNs included, bit for bit.
+    let back = Float8s::unpack(&bytes).unwrap();
+    assert_eq!(back.pack(), bytes);
+    assert_eq!(back.a.to_f64(), 0.34375);
+    assert!(back.e.is_nan() && back.scales[2].is_nan() && back.q[0].is_nan());
+    assert_eq!(back.b.to_f64(), f64::NEG_INFINITY);
+    assert_eq!(back.scales[0].to_f64(), 4.0);
+}
+
+#[test]
+fn every_float8_bit_pattern_is_a_value() {
+    let good = float8s().pack();
+    for at in [0, 1, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22] {
+        for byte in 0..=255u8 {
+            let mut b = good.clone();
+            b[HEADER_SIZE + at] = byte;
+            let v = Float8s::unpack(&b).unwrap();
+            assert_eq!(v.pack(), b, "byte {byte:#04x} at {at}");
+        }
+    }
+}
+
+/// A `repr_c` descriptor of 8-bit floats: its Rust layout is its wire payload, read in place.
+#[derive(Descriptor, Clone, Copy, Debug)]
+#[descriptor(name = "test::Fp8Block", repr_c)]
+#[repr(C)]
+pub struct Fp8Block {
+    pub scale: F8E8M0FNU,
+    pub q: [F8E4M3FN; 3],
+    pub bias: f32,
+}
+
+#[test]
+fn a_repr_c_descriptor_of_float8s_is_read_in_place() {
+    use customop::descriptor::ReprC;
+    let v = Fp8Block {
+        scale: F8E8M0FNU::pow2(-3).unwrap(),
+        q: [F8E4M3FN::ONE, F8E4M3FN::NAN, F8E4M3FN::from_f64(-0.5)],
+        bias: -1.0,
+    };
+    let packed = v.pack();
+    assert_eq!(
+        &packed[HEADER_SIZE..HEADER_SIZE + 4],
+        &[124, 0x38, 0x7f, 0xb0]
+    );
+    #[repr(C, align(8))]
+    struct Aligned([u8; HEADER_SIZE + 8]);
+    let mut buf = Aligned([0; HEADER_SIZE + 8]);
+    buf.0.copy_from_slice(&packed);
+    let view = Fp8Block::view(&buf.0).unwrap();
+    assert_eq!(view.scale.to_f32(), 0.125);
+    assert_eq!(
+        view.q.map(F8E4M3FN::to_bits),
+        [0x38, 0x7f, 0xb0],
+        "bits as packed"
+    );
+    assert_eq!(view.bias, -1.0);
+}
+
 // --- Rust <-> Python, byte for byte --------------------------------------------------------
 //
 // python/customop/descriptors.py is written from the book's specification and does not call
@@ -522,6 +683,75 @@ mod python {
             assert!(e.contains(&format!("field `{field}`")), "{e}");
             decimal[field] = json!(0.5);
         }
+    }
+
+    /// Python packs the 8-bit float fields as Rust does: the exact values both ways, and
+    /// decimal values rounded as `from_f64` rounds them (ml_dtypes' rounding), overflow to an
+    /// infinity or a NaN per type, and a float64 that rounding through f32 would make a tie.
+    #[test]
+    fn float8_fields_match_python() {
+        let h = Harness::get();
+        let layout = layout_json::<Float8s>();
+        // Finite values (JSON has no NaN): Rust's bytes unpack to them, and they pack to them.
+        let value = Float8s {
+            b: F8E5M2::from_f64(-1.75),
+            e: F8E4M3FNUZ::from_f64(-2.0),
+            scales: [
+                F8E8M0FNU::from_f64(3.0),
+                F8E8M0FNU::MIN_POSITIVE,
+                F8E8M0FNU::MAX,
+            ],
+            q: vec![F8E4M3FN::MAX, F8E4M3FN::from_f64(-0.3)],
+            ..float8s()
+        };
+        let spelled = json!({
+            "a": value.a.to_f64(), "b": -1.75, "gain": 0.5, "c": -240.0, "d": value.d.to_f64(),
+            "e": -2.0, "f": 0.0, "g": value.g.to_f64(),
+            "scales": [4.0, 2f64.powi(-127), 2f64.powi(127)],
+            "q": [448.0, value.q[1].to_f64()],
+        });
+        let py = h
+            .py_call("descriptors", "pack", json!([layout, spelled]))
+            .unwrap();
+        assert_eq!(unhex(&py), value.pack());
+        let py_value = h
+            .py_call("descriptors", "unpack", json!([layout, hex(&value.pack())]))
+            .unwrap();
+        assert_eq!(py_value, spelled);
+        // Decimals that round, overflow (E4M3FN: NaN; E5M2: infinity; E8M0FNU: NaN) or tie.
+        let tie = 1.0625 + 2f64.powi(-40); // f32 rounds it to the tie 1.0625; f64 rounds up
+        let x = [1.0 / 3.0, 1e6, 0.1, -1.0 / 3.0, 1000.0, -1e6, tie];
+        let decimal = Float8s {
+            a: F8E4M3FN::from_f64(x[0]),
+            b: F8E5M2::from_f64(x[1]),
+            gain: 0.5,
+            c: F8E4M3::from_f64(x[2]),
+            d: F8E3M4::from_f64(x[3]),
+            e: F8E4M3FNUZ::from_f64(x[4]),
+            f: F8E5M2FNUZ::from_f64(x[5]),
+            g: F8E4M3B11FNUZ::from_f64(x[6]),
+            scales: [
+                F8E8M0FNU::from_f64(0.75),
+                F8E8M0FNU::from_f64(-1.0),
+                F8E8M0FNU::from_f64(1e300),
+            ],
+            q: vec![F8E4M3FN::from_f64(tie), F8E4M3FN::from_f64(1e-3)],
+        };
+        assert_ne!(
+            F8E4M3FN::from_f64(tie).to_bits(),
+            F8E4M3FN::from_f32(tie as f32).to_bits()
+        );
+        let py = h
+            .py_call(
+                "descriptors",
+                "pack",
+                json!([layout, {
+                    "a": x[0], "b": x[1], "gain": 0.5, "c": x[2], "d": x[3], "e": x[4],
+                    "f": x[5], "g": x[6], "scales": [0.75, -1.0, 1e300], "q": [tie, 1e-3],
+                }]),
+            )
+            .unwrap();
+        assert_eq!(unhex(&py), decimal.pack());
     }
 
     #[test]

@@ -227,6 +227,112 @@ class Descriptors(unittest.TestCase):
         with self.assertRaises(OverflowError):
             bf16_bits(3.4e38)
 
+    # The eight 8-bit float field types, by the element types' names, and ml_dtypes' types.
+    F8 = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
+          "f8E4M3": ml_dtypes.float8_e4m3, "f8E3M4": ml_dtypes.float8_e3m4,
+          "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+          "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu}
+
+    def float8_layout(self):
+        """`F8s{f8E4M3FN:f8E4M3FN,...,m:[f8E8M0FNU;3],x:f32,v:Vec<f8E5M2>}`, as Rust exports
+        it: one field of each type at offsets 0..8, the array at 8, `x` at 12."""
+        from customop.descriptors import fingerprint
+
+        prim = lambda k: {"kind": k}  # noqa: E731
+        fields = [{"name": k, "offset": i, "size": 1, "type": prim(k)}
+                  for i, k in enumerate(self.F8)]
+        fields += [
+            {"name": "m", "offset": 8, "size": 3,
+             "type": {"kind": "array", "len": 3, "element": prim("f8E8M0FNU")}},
+            {"name": "x", "offset": 12, "size": 4, "type": prim("f32")},
+            {"name": "v", "offset": None, "size": 0,
+             "type": {"kind": "vec", "element": prim("f8E5M2")}},
+        ]
+        canonical = ("F8s{%s,m:[f8E8M0FNU;3],x:f32,v:Vec<f8E5M2>}"
+                     % ",".join("%s:%s" % (k, k) for k in self.F8))
+        return {"name": "F8s", "canonical": canonical,
+                "fingerprint": "0x%016x" % fingerprint(canonical), "align": 4,
+                "fixed_size": 16, "packed_size": None, "fields": fields}
+
+    def test_float8_fields_pack_as_ml_dtypes_bits(self):
+        from customop.descriptors import pack, unpack
+
+        def bits(t, v):
+            with np.errstate(over="ignore", invalid="ignore"):
+                return int(np.array(v, np.float64).astype(t).view(np.uint8))
+
+        def value(t, b):
+            return float(np.array(b, np.uint8).view(t).astype(np.float64))
+
+        # The field types are the element types the manifest names.
+        for kind, t in self.F8.items():
+            self.assertEqual(JAX.manifest.element_types[kind].numpy, np.dtype(t).name)
+        layout = self.float8_layout()
+        rng = np.random.default_rng(8)
+        # Values that round (into subnormals too), ties, values beyond each type's range
+        # (infinity or NaN, per type), a float64 that rounding to f32 first would make a tie,
+        # zeros, infinities, NaN, negatives for the unsigned scale type.
+        values = np.concatenate([
+            rng.standard_normal(300) * 2.0 ** rng.integers(-30, 30, 300),
+            [0.0, -0.0, 1.0 / 3.0, 1.0625, 1.0625 + 2.0 ** -40, 1.5, 3.0, 0.75, 448.0, 464.0,
+             1000.0, 57344.0, 1e6, 2.0 ** -127, 2.0 ** 127, 2.0 ** 128, 1e-45,
+             np.inf, -np.inf, np.nan, -np.nan]])
+        for v in values:
+            v = float(v)
+            packed = pack(layout, {**{k: v for k in self.F8}, "m": [v, -v, 2 * v], "x": 0.5,
+                                   "v": [v, -v]})
+            p = packed[24:]
+            want = [bits(t, v) for t in self.F8.values()]
+            self.assertEqual(list(p[:8]), want, v)
+            self.assertEqual(list(p[8:11]), [bits(ml_dtypes.float8_e8m0fnu, w)
+                                             for w in (v, -v, 2 * v)], v)
+            self.assertEqual(p[16:20], (2).to_bytes(4, "little"))
+            self.assertEqual(list(p[20:]), [bits(ml_dtypes.float8_e5m2, w) for w in (v, -v)])
+        # Every bit pattern of every type: its value packs back to it (a NaN to a NaN), and
+        # unpacks to ml_dtypes' value of it.
+        for b in range(256):
+            packed = pack(layout, {**{k: value(t, b) for k, t in self.F8.items()},
+                                   "m": [0.5] * 3, "x": 0.0, "v": []})
+            got = unpack(layout, packed)
+            for i, (kind, t) in enumerate(self.F8.items()):
+                want = value(t, b)
+                if np.isnan(want):
+                    self.assertTrue(np.isnan(value(t, packed[24 + i])), (kind, b))
+                    self.assertTrue(np.isnan(got[kind]), (kind, b))
+                else:
+                    self.assertEqual(packed[24 + i], b, (kind, b))
+                    self.assertEqual(got[kind], want, (kind, b))
+
+    def test_float8_fields_need_ml_dtypes_and_name_the_field(self):
+        # In a process where ml_dtypes cannot be imported: other fields pack; an fp8 field
+        # is a MissingMlDtypes naming the descriptor and the field.
+        import json
+        import subprocess
+
+        code = """if True:
+            import json, sys
+            sys.modules["ml_dtypes"] = None
+            from customop.descriptors import MissingMlDtypes, pack
+            layout = json.loads(sys.argv[1])
+            from customop.descriptors import fingerprint
+            only_x = dict(layout, canonical="F8s{x:f32}", align=4, fixed_size=4, packed_size=28,
+                          fingerprint="0x%016x" % fingerprint("F8s{x:f32}"),
+                          fields=[{"name": "x", "offset": 0, "size": 4, "type": {"kind": "f32"}}])
+            assert len(pack(only_x, {"x": 1.0})) == 28
+            value = {**{k: 1.0 for k in sys.argv[2].split()}, "m": [1.0] * 3, "x": 1.0, "v": []}
+            try:
+                pack(layout, value)
+            except MissingMlDtypes as e:
+                print(e)
+        """
+        out = subprocess.run([sys.executable, "-c", code, json.dumps(self.float8_layout()),
+                              " ".join(self.F8)], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("descriptor `F8s`, field `f8E4M3FN`: f8E4M3FN values are packed and read "
+                      "with ml_dtypes", out.stdout)
+        self.assertIn("pip install ml_dtypes", out.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

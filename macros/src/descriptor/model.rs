@@ -202,7 +202,8 @@ fn classify(ty: &syn::Type, top: bool) -> FieldType<'_> {
         other => FieldType::Unsupported(
             other.span(),
             "this type cannot be a descriptor field: use bool, i8..i64, u8..u64, f16, bf16, f32, \
-             f64, [T; N], Vec<T>, String, a field-less enum or another descriptor"
+             f64, an fp8 type (F8E4M3FN, ...), [T; N], Vec<T>, String, a field-less enum or \
+             another descriptor"
                 .into(),
         ),
     }

@@ -71,6 +71,31 @@ pub enum TypeLayout {
     F32,
     /// `f64`.
     F64,
+    /// `f8E4M3FN` ([`F8E4M3FN`](crate::F8E4M3FN)): one byte, its bits. The 8-bit floats are
+    /// spelled as their element types' MLIR names, in the canonical string and in JSON.
+    #[serde(rename = "f8E4M3FN")]
+    F8E4M3FN,
+    /// `f8E5M2` ([`F8E5M2`](crate::F8E5M2)): one byte, its bits.
+    #[serde(rename = "f8E5M2")]
+    F8E5M2,
+    /// `f8E4M3` ([`F8E4M3`](crate::F8E4M3)): one byte, its bits.
+    #[serde(rename = "f8E4M3")]
+    F8E4M3,
+    /// `f8E3M4` ([`F8E3M4`](crate::F8E3M4)): one byte, its bits.
+    #[serde(rename = "f8E3M4")]
+    F8E3M4,
+    /// `f8E4M3FNUZ` ([`F8E4M3FNUZ`](crate::F8E4M3FNUZ)): one byte, its bits.
+    #[serde(rename = "f8E4M3FNUZ")]
+    F8E4M3FNUZ,
+    /// `f8E5M2FNUZ` ([`F8E5M2FNUZ`](crate::F8E5M2FNUZ)): one byte, its bits.
+    #[serde(rename = "f8E5M2FNUZ")]
+    F8E5M2FNUZ,
+    /// `f8E4M3B11FNUZ` ([`F8E4M3B11FNUZ`](crate::F8E4M3B11FNUZ)): one byte, its bits.
+    #[serde(rename = "f8E4M3B11FNUZ")]
+    F8E4M3B11FNUZ,
+    /// `f8E8M0FNU` ([`F8E8M0FNU`](crate::F8E8M0FNU)): one byte, its bits.
+    #[serde(rename = "f8E8M0FNU")]
+    F8E8M0FNU,
     /// `[T; N]`.
     #[non_exhaustive]
     Array {
@@ -132,7 +157,7 @@ pub const fn fingerprint_of(canonical: &[u8]) -> u64 {
 }
 
 impl TypeLayout {
-    /// Appends this type's canonical spelling: `f32`, `[u8;16]`, `Name{a:f32}`,
+    /// Appends this type's canonical spelling: `f32`, `f8E4M3FN`, `[u8;16]`, `Name{a:f32}`,
     /// `Mode(u8){Fast=0,Exact=1}`, `Vec<f32>`, `String`.
     pub fn write_canonical(&self, out: &mut String) {
         let prim = match self {
@@ -149,6 +174,14 @@ impl TypeLayout {
             TypeLayout::BF16 => "bf16",
             TypeLayout::F32 => "f32",
             TypeLayout::F64 => "f64",
+            TypeLayout::F8E4M3FN => "f8E4M3FN",
+            TypeLayout::F8E5M2 => "f8E5M2",
+            TypeLayout::F8E4M3 => "f8E4M3",
+            TypeLayout::F8E3M4 => "f8E3M4",
+            TypeLayout::F8E4M3FNUZ => "f8E4M3FNUZ",
+            TypeLayout::F8E5M2FNUZ => "f8E5M2FNUZ",
+            TypeLayout::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
+            TypeLayout::F8E8M0FNU => "f8E8M0FNU",
             TypeLayout::String => "String",
             TypeLayout::Array { len, element } => {
                 out.push('[');
@@ -316,6 +349,29 @@ mod tests {
             "Cfg{m:Mode(u8){Fast=0,Exact=1},a:[u16;2],v:Vec<f32>,s:String}"
         );
         assert_eq!(l.fingerprint, fingerprint_of(l.canonical.as_bytes()));
+    }
+
+    #[test]
+    fn float8_types_are_spelled_as_their_element_types() {
+        use crate::types::ElementType as E;
+        for (t, e) in [
+            (TypeLayout::F8E4M3FN, E::F8E4M3FN),
+            (TypeLayout::F8E5M2, E::F8E5M2),
+            (TypeLayout::F8E4M3, E::F8E4M3),
+            (TypeLayout::F8E3M4, E::F8E3M4),
+            (TypeLayout::F8E4M3FNUZ, E::F8E4M3FNUZ),
+            (TypeLayout::F8E5M2FNUZ, E::F8E5M2FNUZ),
+            (TypeLayout::F8E4M3B11FNUZ, E::F8E4M3B11FNUZ),
+            (TypeLayout::F8E8M0FNU, E::F8E8M0FNU),
+        ] {
+            let mut s = String::new();
+            t.write_canonical(&mut s);
+            assert_eq!(s, e.mlir_name());
+            assert_eq!(
+                serde_json::to_value(&t).unwrap(),
+                serde_json::json!({ "kind": e.mlir_name() })
+            );
+        }
     }
 
     #[test]

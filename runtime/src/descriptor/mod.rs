@@ -25,8 +25,8 @@ pub use layout::{EnumVariant, FieldLayout, Layout, TypeLayout, fingerprint_of};
 pub use wire::{Wire, WireEnum};
 
 /// A type whose Rust layout is its wire layout (little-endian, same size, alignment and field
-/// offsets): the primitives, `bool`, arrays of such types, field-less `#[repr(int)]` enums and
-/// `#[descriptor(repr_c)]` structs.
+/// offsets): the primitives, `bool`, the half and 8-bit floats, arrays of such types, field-less
+/// `#[repr(int)]` enums and `#[descriptor(repr_c)]` structs.
 ///
 /// # Safety
 /// `size_of`, `align_of` and (for structs) every field's offset equal the wire format's, and
@@ -35,8 +35,9 @@ pub use wire::{Wire, WireEnum};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be read in place",
     label = "not a primitive, array, enum or `repr_c` descriptor",
-    note = "the fields of a `#[descriptor(repr_c)]` struct are primitives, `bool`, arrays of \
-            them, field-less `#[repr(int)]` enums, or other `repr_c` descriptors"
+    note = "the fields of a `#[descriptor(repr_c)]` struct are primitives (the half and 8-bit \
+            floats too), `bool`, arrays of them, field-less `#[repr(int)]` enums, or other \
+            `repr_c` descriptors"
 )]
 pub unsafe trait InPlace: Wire {}
 
@@ -52,6 +53,14 @@ in_place!(bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
 unsafe impl InPlace for half::f16 {}
 // SAFETY: as for `half::f16`.
 unsafe impl InPlace for half::bf16 {}
+macro_rules! in_place_float8 {
+    ($($t:path),*) => {$(
+        // SAFETY: the 8-bit floats are `#[repr(transparent)]` over `u8`: one byte at alignment
+        // 1, stored as its bits, as the wire format writes them.
+        unsafe impl InPlace for $t {}
+    )*};
+}
+crate::float8::with_float8_types!(in_place_float8);
 // SAFETY: an array's elements are back to back in both layouts.
 unsafe impl<T: InPlace, const N: usize> InPlace for [T; N] {}
 

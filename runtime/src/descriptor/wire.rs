@@ -10,10 +10,12 @@ use super::layout::TypeLayout;
     message = "`{Self}` cannot be a descriptor field: add `#[derive(Descriptor)]` to it, \
                without `Vec`/`String` fields",
     label = "not a fixed-layout descriptor field type",
-    note = "descriptor fields are bool, i8..i64, u8..u64, f16, bf16, f32, f64, [T; N], Vec<T>, \
-            String, \
-            field-less enums with an explicit repr, and other descriptors of fixed layout (a \
-            descriptor with `Vec` or `String` tails cannot be nested)"
+    note = "descriptor fields are bool, i8..i64, u8..u64, f16, bf16, f32, f64, the fp8 types \
+            (F8E4M3FN, F8E5M2, F8E4M3, F8E3M4, F8E4M3FNUZ, F8E5M2FNUZ, F8E4M3B11FNUZ, \
+            F8E8M0FNU), [T; N], Vec<T>, String, field-less enums with an explicit repr, and \
+            other descriptors of fixed layout (a descriptor with `Vec` or `String` tails cannot \
+            be nested); a field is at least a byte, so the packed sub-byte types (I4, U4, I2, \
+            U2, F4E2M1FN) are not fields: store their bits in a u8 or an array of u8"
 )]
 pub trait Wire: Sized {
     /// Bytes in the fixed part (a multiple of `ALIGN`).
@@ -118,6 +120,43 @@ macro_rules! wire_half {
 }
 
 wire_half!(half::f16 => F16, half::bf16 => BF16);
+
+/// The 8-bit floats: their bits, one byte; every bit pattern is a value (NaNs included).
+macro_rules! wire_float8 {
+    ($($t:ident),* $(,)?) => {$(
+        impl Wire for crate::float8::$t {
+            const SIZE: usize = 1;
+            const ALIGN: usize = 1;
+            const PLAIN: bool = true;
+            fn describe() -> TypeLayout { TypeLayout::$t }
+            #[inline]
+            fn write(&self, out: &mut [u8]) {
+                out[0] = self.to_bits();
+            }
+            #[inline]
+            fn read(bytes: &[u8]) -> Result<Self, DescriptorError> {
+                Ok(Self::read_plain(bytes))
+            }
+            #[inline]
+            fn read_plain(bytes: &[u8]) -> Self {
+                Self::from_bits(bytes[0])
+            }
+            #[inline]
+            fn placeholder() -> Self { Self::from_bits(0) }
+        }
+    )*};
+}
+
+wire_float8!(
+    F8E4M3FN,
+    F8E5M2,
+    F8E4M3,
+    F8E3M4,
+    F8E4M3FNUZ,
+    F8E5M2FNUZ,
+    F8E4M3B11FNUZ,
+    F8E8M0FNU,
+);
 
 /// `u8`, whose arrays (tags, names, raw bytes) are read with one copy.
 impl Wire for u8 {

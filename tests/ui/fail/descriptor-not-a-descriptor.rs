@@ -1,5 +1,5 @@
-// A field (or a Vec element) whose type does not derive Descriptor, and a descriptor with tails
-// nested in another.
+// A field (or a Vec element) whose type does not derive Descriptor, a descriptor with tails
+// nested in another, and a packed sub-byte type (a field is at least a byte).
 use customop::Descriptor;
 
 struct Plain {
@@ -16,6 +16,7 @@ struct Outer {
     plain: Plain,
     plains: Vec<Plain>,
     tailed: WithTail,
+    nibble: customop::I4,
 }
 
 fn main() {}
