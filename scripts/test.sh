@@ -165,6 +165,7 @@ for native in 1 0; do
   py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
   py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
   py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
+  py_tests "packed sub-byte tensors and quantized kernels from torch (uint8 / float4_e2m1fn_x2 bytes), native=$native" tests/torch/test_low_bit.py
   py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
 done
 # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
@@ -175,6 +176,7 @@ for native in 1 0; do
   export CUSTOMOP_TORCH_NATIVE=$native
   py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
   py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+  py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
   py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
   # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
   py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"

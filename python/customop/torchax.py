@@ -104,6 +104,10 @@ def export(ep: Any, lib: TorchLibrary) -> Any:
                     "%s updates tensor `%s` in place (`#[inout]`), which a JAX function cannot "
                     "do to a torch tensor: call this op from JAX (its result is the updated "
                     "tensor) or from the Rust builder" % (sch.name, updated[0]))
+            if sch is not None:
+                from .torch.exporter import refuse_packed
+
+                refuse_packed(sch, "torchax")
     xla = _register(lib)
     states, fn = tx.exported_program_to_jax(ep)
     avals = tx.extract_avals(ep)

@@ -146,6 +146,13 @@ class Refusals(unittest.TestCase):
         self.assertRefused(lambda: ct.export(ep, LIB), "example::scale_in_place", "`x`",
                            "#[inout]", "JAX")
 
+    def test_packed_sub_byte_tensors_are_refused(self):
+        w = torch.zeros(8, 2, dtype=torch.uint8)  # i4 [8, 4], packed
+        m = Wrap(lambda s, x: ops.example.matmul_i4(x, s.w, torch.ones(1, 4)), w=w)
+        ep = torch.export.export(m, (torch.ones(1, 8),))
+        self.assertRefused(lambda: ct.export(ep, LIB), "example::matmul_i4", "`w`",
+                           "packed sub-byte", "JAX")
+
     def test_dropped_side_effect_is_refused(self):
         def f(s, x):
             ops.my_custom_library.custom_op_external(s.external, x)  # result unused

@@ -114,6 +114,14 @@ class Export(unittest.TestCase):
         self.assertIn("example::scale_in_place updates tensor `x` in place (`#[inout]`)",
                       str(cm.exception))
 
+    def test_packed_sub_byte_tensors_are_refused(self):
+        w = torch.zeros(8, 2, dtype=torch.uint8)  # i4 [8, 4], packed
+        m = Wrap(lambda s, x: ops.example.matmul_i4(x, s.w, torch.ones(1, 4)), w=w)
+        ep = torch.export.export(m, (torch.ones(1, 8),))
+        with self.assertRaises(cx.ExportError) as cm:
+            cx.export(ep, LIB)
+        self.assertIn("example::matmul_i4: `w` holds packed sub-byte elements", str(cm.exception))
+
     def test_the_library_is_what_load_returned(self):
         ep = torch.export.export(Wrap(lambda s, x: ops.example.checked_sqrt(x)),
                                  (torch.ones(2),))

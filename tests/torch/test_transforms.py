@@ -21,8 +21,10 @@ import torch._dynamo  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "xla"))
 import samples  # noqa: E402
+from quant_refs import BITS, packed_bytes  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
+from customop.torch.native import shim_has_dtype  # noqa: E402
 
 LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
               native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
@@ -30,19 +32,51 @@ ops = torch.ops
 EPS = float(np.float32(1e-3))
 
 
+F4 = LIB.torch_dtype(LIB.library.manifest.element_types["f4E2M1FN"])
+
+
 def to_torch(a: np.ndarray) -> torch.Tensor:
-    """numpy to torch, ml_dtypes' bfloat16 and float8 through float32."""
+    """numpy to torch, ml_dtypes' bfloat16 and float8 through float32 (float8_e8m0fnu by its
+    bits), the packed sub-byte types as torch holds them (`packed`)."""
     name = a.dtype.name
+    if name in BITS:
+        return packed(a)
     if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         return torch.from_numpy(a.astype(np.float32)).to(getattr(torch, name))
+    if name == "float8_e8m0fnu":
+        return torch.from_numpy(np.array(a, order="C").view(np.uint8)).view(
+            torch.float8_e8m0fnu)
     # (np.ascontiguousarray would make a 0-d array 1-d.)
     return torch.from_numpy(np.array(a, order="C"))
 
 
+def packed(a: np.ndarray) -> torch.Tensor:
+    """ml_dtypes' sub-byte array `a` as customop's torch ops take it: XLA's packing, in
+    `uint8`, or `float4_e2m1fn_x2` for float4_e2m1fn where torch has it (F4)."""
+    data = torch.from_numpy(packed_bytes(a))
+    return data.view(F4) if a.dtype.name == "float4_e2m1fn" else data
+
+
+def missing_dtype(call) -> bool:
+    """Whether the op of `call` has a tensor of a type this torch's native kernels have no C
+    dtype for (torch 2.9 has no float8_e8m0fnu): then every call is refused by name."""
+    sch = LIB.library.op(call.op).schema
+    names = {getattr(getattr(p, "dtype", None), "name", None) for p in (*sch.operands,
+                                                                       *sch.results)}
+    return LIB.native and "f8E8M0FNU" in names and not shim_has_dtype("float8_e8m0fnu")
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """`t`, or its bytes for the dtypes torch compares and stacks no values of."""
+    if t.dtype in (torch.float4_e2m1fn_x2, torch.float8_e8m0fnu):
+        return t.view(torch.uint8)
+    return t
+
+
 def any_tensor(a: np.ndarray) -> torch.Tensor:
-    """`a` in torch, or (a type torch cannot take from numpy: the packed sub-byte types, the
-    newer fp8 ones) bytes of its shape: enough to reach an op's refusal."""
-    if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") or a.dtype.kind in "biufc":
+    """`a` in torch, or (a type torch cannot take from numpy: the newer fp8 ones) bytes of its
+    shape: enough to reach an op's refusal."""
+    if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", *BITS) or a.dtype.kind in "biufc":
         return to_torch(a)
     return torch.zeros(a.shape, dtype=torch.uint8)
 
@@ -186,14 +220,14 @@ class Vmap(unittest.TestCase):
         calls = samples.calls(LIB.library)
         self.assertEqual(sorted(c.op for c in calls), sorted(e.name for e in LIB.library.entries()))
         for call in calls:
-            if not call.torch or not call.batched:
+            if not call.torch or not call.batched or missing_dtype(call):
                 continue  # refused in torch (Opcheck checks how), or takes no tensor to batch
             with self.subTest(op=call.op):
                 op, attrs = packet(call.op), torch_attrs(call.attrs)
                 batch = call.batch()
                 in_dims = tuple(0 if i in call.batched else None for i in range(len(batch)))
                 args = [to_torch(b) for b in batch]
-                state = [a.clone() for a in args]
+                state = [bits(a).clone().view(a.dtype) for a in args]
                 sch = LIB.library.op(call.op).schema
                 # An `#[inout]` tensor is updated, not returned: compared as the call left it.
                 updated = [i for i, p in enumerate(sch.operands) if getattr(p, "updated", False)]
@@ -213,10 +247,11 @@ class Vmap(unittest.TestCase):
                             if r.kind not in ("updated_external", "updated_tensor")]
                 self.assertEqual(len(got), len(returned) + len(updated), call.op)
                 for r, g in enumerate(got):
-                    self.assertTrue(torch.equal(g, torch.stack([one[r] for one in loop])),
+                    self.assertTrue(torch.equal(bits(g), torch.stack([bits(one[r])
+                                                                      for one in loop])),
                                     (call.op, r))
                 for a, s in zip(args, state):
-                    self.assertTrue(torch.equal(a, s), call.op)
+                    self.assertTrue(torch.equal(bits(a), bits(s)), call.op)
 
 
     def test_rows_rule_with_an_unbatched_operand_and_another_dim(self):
@@ -365,10 +400,16 @@ class Opcheck(unittest.TestCase):
                 named = {p.name for p in LIB.library.op(call.op).schema.attributes}
                 with self.assertRaisesRegex(NotImplementedError, r"%s takes (every attribute "
                                             r"of its call as a dictionary|no tensor|packed "
-                                            r"sub-byte tensors)" % call.op):
+                                            r"sub-byte tensors of a type parameter)" % call.op):
                     packet(call.op)(*[any_tensor(o) for o in call.operands],
                                     **{k: v for k, v in torch_attrs(call.attrs).items()
                                        if k in named})
+                continue
+            if missing_dtype(call):
+                with self.assertRaisesRegex(Exception, r"%s: torch has no dtype for f8E8M0FNU|"
+                                            r"which no customop kernel takes" % call.op):
+                    packet(call.op)(*[to_torch(o) for o in call.operands],
+                                    **torch_attrs(call.attrs))
                 continue
             with self.subTest(op=call.op):
                 op = packet(call.op)
@@ -379,9 +420,12 @@ class Opcheck(unittest.TestCase):
                     args = [a.requires_grad_() if p.name in diff else a
                             for p, a in zip(sch.operands, args)]
                 tests = OPCHECK_TESTS
-                if any(a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) for a in args):
+                f4 = {getattr(getattr(p, "dtype", None), "name", None)
+                      for p in (*sch.operands, *sch.results)} & {"f4E2M1FN"}
+                if f4 or any(a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) for a in args):
                     # torch's schema check compares inputs with arithmetic that torch 2.9 does
-                    # not implement for float8 ("mul_cpu_reduced_float"): the other three run.
+                    # not implement for float8 ("mul_cpu_reduced_float"), and copies tensors,
+                    # which no torch does for float4_e2m1fn_x2: the other three run.
                     tests = tuple(t for t in tests if t != "test_schema")
                 result = torch.library.opcheck(op, tuple(args), torch_attrs(call.attrs),
                                                test_utils=tests)

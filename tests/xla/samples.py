@@ -29,7 +29,9 @@ class Call:
     operand indices that vmap batches (the others, externals among them, stay unbatched; an op
     with none, which takes no tensor, has nothing to batch). `torch` is False for an op that
     torch refuses by name (an `#[attrs]` dictionary, which no torch schema expresses, no tensor
-    operand to dispatch on, or packed sub-byte tensors)."""
+    operand to dispatch on, a type parameter of several packed types, which torch holds alike as
+    bytes). Packed sub-byte operands have an even last dimension, so that
+    torch can hold them as bytes."""
     op: str
     operands: list[np.ndarray]
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +74,7 @@ def calls(lib: Any) -> list[Call]:
         return np.frombuffer(lib.pack(name, value), np.uint8).copy()
 
     x23 = _pos((2, 3))
+    x24 = _pos((2, 4), seed=22)
     x46 = _pos((4, 6), seed=1)
     blob = pack("my_lib::Blob", {"gain": 2.0, "bias": -1, "seed": 7, "tag": [1] * 16})
     table = pack("example::Table4k", {"scale": 0.5, "len": 3, "values": [1.0] * 1022})
@@ -82,35 +85,32 @@ def calls(lib: Any) -> list[Call]:
     return [
         Call("example::array_attr", [], {"array": np.arange(4, dtype=np.int32)}, torch=False),
         Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
-        Call("example::unpack_int", [(np.arange(6) % 16 - 8).astype(ml_dtypes.int4).reshape(2, 3)],
+        Call("example::unpack_int", [(np.arange(8) % 16 - 8).astype(ml_dtypes.int4).reshape(2, 4)],
              batched=(0,), torch=False),
         Call("example::matmul_i4", [x23, (np.arange(12) % 16 - 8).astype(ml_dtypes.int4)
                                     .reshape(3, 4), np.full((1, 4), 0.5, np.float32)],
-             batched=(0,), torch=False),
+             batched=(0,)),
         Call("example::matmul_i4_bwd", [x23, (np.arange(12) % 16 - 8).astype(ml_dtypes.int4)
                                         .reshape(3, 4), np.full((1, 4), 0.5, np.float32),
-                                        _pos((2, 4), seed=21)], batched=(0, 3), torch=False),
+                                        _pos((2, 4), seed=21)], batched=(0, 3)),
         Call("example::matmul_u4_zp", [x23, (np.arange(12) % 16).astype(ml_dtypes.uint4)
                                        .reshape(3, 4), np.full((1, 4), 0.5, np.float32),
                                        np.full((1, 4), 8.0, np.float32)],
-             batched=(0,), torch=False),
+             batched=(0,)),
         Call("example::matmul_mxfp4", [_pos((2, 32), seed=18),
                                        (np.arange(32 * 4) % 16).astype(np.uint8).view(
                                            ml_dtypes.float4_e2m1fn).reshape(32, 4),
                                        np.full((1, 4), 127, np.uint8).view(
                                            ml_dtypes.float8_e8m0fnu)],
-             batched=(0,), torch=False),
+             batched=(0,)),
         Call("example::dequantize_mxfp4", [(np.arange(32 * 4) % 16).astype(np.uint8).view(
             ml_dtypes.float4_e2m1fn).reshape(32, 4), np.full((1, 4), 126, np.uint8).view(
-                ml_dtypes.float8_e8m0fnu)], batched=(0,), torch=False),
-        Call("example::quantize_i4", [_pos((4, 6), seed=19)], {"group": 2}, batched=(0,),
-             torch=False),
-        Call("example::quantize_mxfp4", [_pos((32, 4), seed=20)], batched=(0,), torch=False),
-        Call("example::pack_i4", [np.arange(-3, 3, dtype=np.int32).reshape(2, 3)], batched=(0,),
-             torch=False),
-        Call("example::round_f4", [x23 - 2.0], batched=(0,), torch=False),
-        Call("example::widen_f4", [(x23 - 2.0).astype(ml_dtypes.float4_e2m1fn)], batched=(0,),
-             torch=False),
+                ml_dtypes.float8_e8m0fnu)], batched=(0,)),
+        Call("example::quantize_i4", [_pos((4, 6), seed=19)], {"group": 2}, batched=(0,)),
+        Call("example::quantize_mxfp4", [_pos((32, 4), seed=20)], batched=(0,)),
+        Call("example::pack_i4", [np.arange(-4, 4, dtype=np.int32).reshape(2, 4)], batched=(0,)),
+        Call("example::round_f4", [x24 - 2.0], batched=(0,)),
+        Call("example::widen_f4", [(x24 - 2.0).astype(ml_dtypes.float4_e2m1fn)], batched=(0,)),
         Call("example::round_f8", [x23, np.zeros((2, 3), ml_dtypes.float8_e4m3fn)], batched=(0, 1)),
         Call("example::widen_f8", [q], batched=(0,)),
         Call("example::rms_norm_nd", [_pos((2, 2, 3), seed=13)], {"eps": np.float32(1e-5)},

@@ -3,8 +3,9 @@ in its device buffers, low bits first, and the kernels (`examples/kernels/src/lo
 and write them through `PackedRef`/`PackedMut`. Every value of each type widens as ml_dtypes
 widens it; i32 narrows to i4 as ml_dtypes wraps it; f32 rounds to f4E2M1FN as ml_dtypes rounds
 (every value, every midpoint and beside it, saturation, NaN); odd lengths and every rank;
-under jax.jit, cross-checked by the Rust runner in the suite. torch and eager calls refuse the
-types by name.
+under jax.jit, cross-checked by the Rust runner in the suite. Eager numpy calls refuse the types
+by name (numpy holds one element a byte); torch takes them as packed bytes
+(tests/torch/test_low_bit.py).
 
 Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
      target/xla-venv/bin/python -m unittest tests/xla/test_low_bit.py
@@ -19,6 +20,7 @@ import numpy as np
 
 from customop.eager import Handlers
 from customop.xla import Library, crosscheck
+from quant_refs import quantize_i4_ref, quantize_mxfp4_ref
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 LIB = Library(PATH)
@@ -147,28 +149,6 @@ class MatmulI4(unittest.TestCase):
             OPS.matmul_i4(x, np.zeros((8, 4), ml_dtypes.int4), np.ones((3, 4), np.float32))
         with self.assertRaisesRegex(Exception, r"N even"):
             OPS.matmul_i4(x, np.zeros((8, 3), ml_dtypes.int4), np.ones((1, 3), np.float32))
-
-
-def quantize_i4_ref(w, group):
-    """numpy's quantization of `w` ([K, N]) to i4 with a scale per `group` rows."""
-    k, n = w.shape
-    blocks = w.reshape(k // group, group, n)
-    mx = np.abs(blocks).max(axis=1)
-    scales = np.where(mx > 0, mx / np.float32(7), np.float32(1)).astype(np.float32)
-    q = np.clip(np.round(blocks / scales[:, None, :]), -8, 7).astype(np.int32)
-    return q.reshape(k, n).astype(ml_dtypes.int4), scales
-
-
-def quantize_mxfp4_ref(w):
-    """OCP MX v1.0 in numpy and ml_dtypes: per 32 rows, 2^(floor(log2(max|w|)) - 2)."""
-    k, n = w.shape
-    blocks = w.reshape(k // 32, 32, n)
-    mx = np.abs(blocks).max(axis=1)
-    e = np.where(mx > 0, np.floor(np.log2(np.where(mx > 0, mx, 1))), -125).astype(np.int64)
-    shared = np.clip(e - 2, -127, 127)
-    scales = np.exp2(shared.astype(np.float64)).astype(ml_dtypes.float8_e8m0fnu)
-    q = (blocks.astype(np.float64) / np.exp2(shared)[:, None, :]).astype(np.float32)
-    return q.astype(ml_dtypes.float4_e2m1fn).reshape(k, n), scales
 
 
 class Mxfp4AndQuantizers(unittest.TestCase):

@@ -193,6 +193,19 @@ def from_numpy(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(a).view(bits)).view(dtype)
 
 
+def refuse_packed(sch: OpSchema, exporter: str) -> None:
+    """Raises `ExportError` naming the first packed sub-byte tensor of op `sch`: torch holds
+    it as bytes of half (or a quarter) the last dimension, which `exporter` would put in the
+    program as they are, where the op takes the packed type's own tensor."""
+    for p in (*sch.operands, *sch.results):
+        dtype = getattr(p, "dtype", None)
+        if any(t.is_packed for t in getattr(dtype, "allowed", (dtype,)) if t is not None):
+            raise ExportError(
+                "%s: `%s` holds packed sub-byte elements, which torch holds as uint8 bytes of "
+                "another shape and %s would pass to the program as they are: export the model "
+                "from JAX, or build it with the Rust builder" % (sch.name, p.name, exporter))
+
+
 def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
            method: str = "forward") -> Exported:
     """Exports `ep` (a `torch.export.ExportedProgram`) with torch_xla and annotates it for
@@ -239,6 +252,7 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
                         "new values of a mutated buffer, so the program would lose them. Call "
                         "this op from JAX (its result is the updated tensor) or from the Rust "
                         "builder." % (name, updated[0]))
+                refuse_packed(by_name[name], "torch_xla")
 
     shlo = exported_program_to_stablehlo(ep)
     text = shlo.get_stablehlo_text(method)

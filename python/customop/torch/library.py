@@ -14,11 +14,13 @@ import torch
 
 from ..eager import Handlers, HostBuffer
 from ..library import KernelLibrary
-from ..manifest import UPDATED, ElementType, OpEntry, OpSchema, UpdatedExternal
+from ..manifest import UPDATED, DtypeVar, ElementType, OpEntry, OpSchema, UpdatedExternal
 from ..schema import ResultSpec, SchemaError, backend_config, operand_names, result_specs
 from .autograd import autograd_kernel
+from .packed import AS_BYTES, logical_shape, packed_shape
 from .native import (AS_TENSOR, NativeRegistrar, NativeUnavailable, adapter,
-                     native_unsupported_reason, register_fake_only, unregister_fake_only)
+                     native_unsupported_reason, register_fake_only, shim_has_dtype,
+                     unregister_fake_only)
 from .vmap import vmap_rule
 
 __all__ = ["TorchLibrary"]
@@ -36,13 +38,16 @@ def torch_refusal(sch: Any) -> str | None:
     if not sch.operands:
         return ("%s takes no tensor, and torch's dispatcher picks a kernel by its tensors' "
                 "devices" % sch.name)
-    packed = [p.name for p in (*sch.operands, *sch.results)
-              if getattr(getattr(p, "dtype", None), "is_packed", False)
-              or any(t.is_packed for t in getattr(getattr(p, "dtype", None), "allowed", ()))]
-    if packed:
-        return ("%s takes packed sub-byte tensors (`%s`), which torch has no dtype for as XLA "
-                "packs them" % (sch.name, packed[0]))
+    for v in {p.dtype for p in sch.operands if isinstance(getattr(p, "dtype", None), DtypeVar)}:
+        held = [t.name for t in v.allowed if t.name in AS_BYTES]
+        if len(held) > 1:
+            return ("%s takes packed sub-byte tensors of a type parameter, %s, whose types torch "
+                    "holds alike, as uint8 bytes (%s), so that a call cannot say which"
+                    % (sch.name, v.describe(), ", ".join(held)))
     return None
+
+
+
 
 
 class TorchLibrary:
@@ -66,12 +71,24 @@ class TorchLibrary:
         types = self.library.manifest.element_types.values()
         # torch's dtype of each element type, by its numpy name (torch spells them alike).
         # (Only those this torch has: 2.9 has no float8_e8m0fnu, none has float8_e4m3.)
-        # torch's own sub-byte dtypes (torch.int4, ...) are not XLA's packing: never those.
+        # torch's own sub-byte dtypes (torch.int4, ...) hold one element a byte and have no
+        # kernels: never those. A packed type travels as its packed bytes instead (`uint8`,
+        # or `float4_e2m1fn_x2` pairs for f4E2M1FN), see `packed_shape`.
         self._torch_dtypes = {t.name: getattr(torch, t.numpy) for t in types
                               if not t.is_packed
                               and isinstance(getattr(torch, t.numpy, None), torch.dtype)}
         self._element_of = {d: t for t in types for d in [self._torch_dtypes.get(t.name)]
                             if d is not None}
+        for t in types:
+            if t.is_packed:
+                # (A torch whose C shim has no float4_e2m1fn_x2, 2.9, can neither copy nor
+                # compare such tensors, nor pass them to a native kernel: f4E2M1FN is bytes
+                # there.)
+                pair = (getattr(torch, "float4_e2m1fn_x2", None)
+                        if t.name == "f4E2M1FN" and shim_has_dtype("float4_e2m1fn_x2") else None)
+                self._torch_dtypes[t.name] = pair if pair is not None else torch.uint8
+                if pair is not None:
+                    self._element_of[pair] = t
         # One fragment per op (kept alive: destroying a fragment unregisters what it holds).
         self._fragments: dict[str, torch.library.Library] = {}
         adapted = []
@@ -243,14 +260,36 @@ class TorchLibrary:
         """The operand names and the result specs of a call (shapes from the shape rules, a
         generic op's types from its operands')."""
         names, shapes = self._split(sch, args)
-        dtypes = {n: self._element_of.get(a.dtype) for n, a in zip(names, args)}
+        dtypes = {n: self._operand_element(sch, p, a) for n, p, a in zip(names, sch.operands, args)}
+        for n, e in dtypes.items():
+            if e is not None and e.is_packed:
+                shapes[n] = logical_shape(sch, n, e, shapes[n])
         return names, result_specs(sch, shapes, kwargs, dtypes)
+
+    def _operand_element(self, sch: OpSchema, p: Any, a: torch.Tensor) -> ElementType | None:
+        """The element type of operand `p` given as `a`: its torch dtype's, or, for a `uint8`
+        tensor where `p` is of a packed sub-byte type, that type (its packed bytes)."""
+        declared = getattr(p, "dtype", None)
+        if a.dtype == torch.uint8 and p.kind != "external":
+            # A fixed packed type, or the one type of a parameter torch holds as bytes (more
+            # than one is refused, `torch_refusal`).
+            held = [t for t in getattr(declared, "allowed", (declared,))
+                    if isinstance(t, ElementType) and t.name in AS_BYTES]
+            if len(held) == 1:
+                return held[0]
+        return self._element_of.get(a.dtype)
+
+    def _empties(self, sch: OpSchema, specs: Sequence[ResultSpec],
+                 device: Any = None) -> list[torch.Tensor]:
+        """New tensors for results `specs` of op `sch`, in torch's dtypes and shapes for them."""
+        return [torch.empty(packed_shape(sch, r.name, s), dtype=self.torch_dtype(s.dtype),
+                            device=device) for r, s in zip(sch.results, specs)]
 
     def _fake(self, sch: OpSchema, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         _, specs = self._specs(sch, args, kwargs)
         device = args[0].device if args else None
-        outs = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype), device=device)
-                for s in specs if s.kind not in {u.kind for u in UPDATED}]
+        outs = [t for s, t in zip(specs, self._empties(sch, specs, device))
+                if s.kind not in {u.kind for u in UPDATED}]
         return _returned(outs)
 
     def _eager(self, op: OpEntry, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
@@ -258,30 +297,45 @@ class TorchLibrary:
         names, specs = self._specs(sch, args, kwargs)
         keep = []
 
-        def buffer(t: torch.Tensor, what: str) -> HostBuffer:
-            element = self._element_of.get(t.dtype)
+        def buffer(t: torch.Tensor, what: str, element: ElementType | None = None,
+                   shape: tuple[int, ...] | None = None) -> HostBuffer:
+            element = element or self._element_of.get(t.dtype)
             if element is None:
                 raise SchemaError("%s: %s is %s, which no customop kernel takes"
                                   % (sch.name, what, t.dtype))
             t = t.detach().contiguous()
             keep.append(t)
-            return HostBuffer(element, t.data_ptr(), tuple(t.shape))
+            return HostBuffer(element, t.data_ptr(), tuple(t.shape) if shape is None else shape)
 
         operands = []
         for p, a in zip(sch.operands, args):
             if a.device.type != "cpu":
                 raise SchemaError("%s: operand `%s` is on %s; eager calls take CPU tensors"
                                   % (sch.name, p.name, a.device))
-            operands.append(buffer(_as_bytes(a) if p.kind == "external" else a,
-                                   "operand `%s`" % p.name))
-        results = [torch.empty(s.shape, dtype=self.torch_dtype(s.dtype)) for s in specs]
-        self._handlers.call(op, operands, [buffer(r, "result") for r in results], kwargs)
+            if p.kind == "external":
+                operands.append(buffer(_as_bytes(a), "operand `%s`" % p.name))
+                continue
+            e = self._operand_element(sch, p, a)
+            operands.append(buffer(a, "operand `%s`" % p.name, e,
+                                   logical_shape(sch, p.name, e, tuple(a.shape))
+                                   if e is not None and e.is_packed else None))
+        results = self._empties(sch, specs)
+        self._handlers.call(op, operands, [buffer(r, "result", s.dtype, tuple(s.shape))
+                                           for r, s in zip(results, specs)], kwargs)
         return _write_back(sch, names, args, results)
 
     def _xla(self, sch: OpSchema, args: Sequence[torch.Tensor], kwargs: dict[str, Any]) -> Any:
         from torch_xla.experimental.stablehlo_custom_call import stablehlo_custom_call
 
         names, specs = self._specs(sch, args, kwargs)
+        packed = [s.name for s in specs if s.dtype.is_packed] + [
+            n for n, a, p in zip(names, args, sch.operands)
+            if self._operand_element(sch, p, a) is not None
+            and self._operand_element(sch, p, a).is_packed]
+        if packed:
+            raise SchemaError("%s: `%s` holds packed sub-byte elements, which torch_xla would "
+                              "pass to XLA as bytes of another shape; run the op from JAX or "
+                              "the Rust runner" % (sch.name, packed[0]))
         config = backend_config(sch, kwargs)
         outs = stablehlo_custom_call(list(args), sch.target, [list(s.shape) for s in specs],
                                      [self.torch_dtype(s.dtype) for s in specs],

@@ -17,7 +17,8 @@ from ..eager import KernelError
 from ..manifest import OpEntry, OpSchema
 from ..schema import SchemaError, attr_bytes
 
-__all__ = ["NATIVE_TORCH", "NativeUnavailable", "native_unsupported_reason", "abi_version", "reraise",
+__all__ = ["NATIVE_TORCH", "NativeUnavailable", "native_unsupported_reason", "abi_version",
+           "shim_has_dtype", "reraise",
            "AS_TENSOR", "NativeRegistrar", "register_fake_only", "unregister_fake_only",
            "adapter"]
 
@@ -45,6 +46,12 @@ def abi_version() -> tuple[int, int, int]:
     fn.argtypes = []
     v = int(fn())
     return (v >> 56) & 0xFF, (v >> 48) & 0xFF, (v >> 40) & 0xFF
+
+
+def shim_has_dtype(name: str) -> bool:
+    """Whether the running libtorch's C shim names dtype `name` (`aoti_torch_dtype_<name>`):
+    torch 2.9's has no `float8_e8m0fnu` nor `float4_e2m1fn_x2`, which its Python has."""
+    return hasattr(ctypes.CDLL(libtorch_path()), "aoti_torch_dtype_" + name)
 
 
 def native_unsupported_reason() -> str | None:

@@ -141,10 +141,18 @@ impl Api {
         }
         // Types a newer torch has (2.9 has no float8_e8m0fnu): without one, an op on that type
         // is refused by name (`torch has no dtype for ...`).
-        let newer: [(&[u8], crate::ElementType); 1] = [(
-            b"aoti_torch_dtype_float8_e8m0fnu\0",
-            crate::ElementType::F8E8M0FNU,
-        )];
+        // torch's `float4_e2m1fn_x2` is a pair of f4E2M1FN values a byte, low nibble first
+        // (its header), XLA's packing: it carries `f4E2M1FN` with half the last dimension.
+        let newer: [(&[u8], crate::ElementType); 2] = [
+            (
+                b"aoti_torch_dtype_float8_e8m0fnu\0",
+                crate::ElementType::F8E8M0FNU,
+            ),
+            (
+                b"aoti_torch_dtype_float4_e2m1fn_x2\0",
+                crate::ElementType::F4E2M1FN,
+            ),
+        ];
         for (name, element) in newer {
             // SAFETY: `int32_t aoti_torch_dtype_*(void)`, as the header declares it, if the
             // library has it.
@@ -220,5 +228,16 @@ impl Api {
     /// torch's dtype code of `element`.
     pub(crate) fn dtype_of(&self, element: crate::ElementType) -> Option<i32> {
         self.dtypes.iter().find(|d| d.1 == element).map(|d| d.0)
+    }
+
+    /// The dtype torch holds a tensor of `element` in: its own, or for a packed sub-byte type
+    /// `uint8` bytes (`float4_e2m1fn_x2` for `f4E2M1FN` where torch has it).
+    pub(crate) fn carrier_of(&self, element: crate::ElementType) -> Option<i32> {
+        self.dtype_of(element).or_else(|| {
+            element
+                .is_packed()
+                .then(|| self.dtype_of(crate::ElementType::U8))
+                .flatten()
+        })
     }
 }

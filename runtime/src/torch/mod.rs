@@ -15,7 +15,7 @@ mod kernel;
 mod values;
 
 use crate::ffi::eager::copy_message;
-use crate::schema::ParamKind;
+use crate::schema::{ParamKind, TensorDtype};
 use api::{Api, BoxedKernel, LibraryHandle};
 use core::ffi::{CStr, c_char};
 use kernel::NativeOp;
@@ -341,7 +341,7 @@ pub unsafe extern "C" fn customop_torch_unregister(
 /// Why torch cannot run op `schema`, if it cannot: a dictionary of attributes (`#[attrs]`)
 /// has no torch schema type (a FunctionSchema lists its arguments one by one).
 pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> {
-    schema
+    let dictionary = schema
         .params
         .iter()
         .find(|p| matches!(p.kind, ParamKind::Attributes))
@@ -352,5 +352,30 @@ pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> 
                  the Rust runner)",
                 schema.name, p.name
             )
+        });
+    dictionary.or_else(|| {
+        schema.params.iter().find_map(|p| match &p.kind {
+            ParamKind::Tensor {
+                dtype: TensorDtype::Var { name, allowed },
+                ..
+            } if allowed.iter().filter(|e| held_as_bytes(**e)).count() > 1 => Some(format!(
+                "{}: torch cannot call this op: its type parameter {name} may be {}, which torch \
+                 holds alike, as uint8 bytes, so that a call cannot say which",
+                schema.name,
+                allowed
+                    .iter()
+                    .filter(|e| held_as_bytes(**e))
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            _ => None,
         })
+    })
+}
+
+/// Whether torch holds tensors of `e` as `uint8` bytes: `u8` itself and the packed sub-byte
+/// types (`f4E2M1FN` too, where torch has no `float4_e2m1fn_x2` or is given bytes).
+pub(crate) fn held_as_bytes(e: crate::ElementType) -> bool {
+    e == crate::ElementType::U8 || e.is_packed()
 }
