@@ -8,9 +8,11 @@ f8E8M0FNU scale per 32 rows):
 `python int4.py jax LIB`: under jax.jit, the kernel library given (run.sh runs the default
 build, then one built with -C target-cpu=native: one process each, as one process registers
 one library's targets) against the jnp reference, dequantize then dot (jitted), in the same
-process. `python int4.py torch`: torch's
+process. `python int4.py torch LIB`: torch's
 own int4 CPU kernel (`aten._weight_int4pack_mm_for_cpu`, weights packed as torch packs them),
-with f32 and bf16 inputs. Each figure is the median of 9 calls after 3 warm-ups, results
+dequantize + `torch.matmul`, and the library's kernel called from torch eager (native kernels,
+weights as XLA packs them, in uint8), with f32 and bf16 inputs; and the machine's memory read
+bandwidth, which bounds a decode step. Each figure is the median of 9 calls after 3 warm-ups, results
 awaited; every product is checked against the f64 reference first.
 """
 import statistics
@@ -107,30 +109,56 @@ def run_jax(path):
               % (m, base, t, base / t))
 
 
-def run_torch():
+def run_torch(path):
     import torch
 
+    import customop.torch as ct
+
+    ct.load(path)
     q, s = weights()
     qt, st = torch.from_numpy(q.astype(np.int32)), torch.from_numpy(s)
     packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu((qt.T + 8).contiguous(), 1)
     sz = torch.stack([st, torch.zeros_like(st)], dim=-1).contiguous()
-    print("torch %s, %d threads: aten._weight_int4pack_mm_for_cpu" % (torch.__version__,
-                                                                      torch.get_num_threads()))
+    # customop's torch ops take i4 as XLA packs it: two a byte along N, low nibble first.
+    codes = (q & 0xF).astype(np.uint8)
+    ours = torch.from_numpy(codes[:, 0::2] | (codes[:, 1::2] << 4))
+    build = "target-cpu=native" if "native" in path else "default build"
+    print("torch %s, %d threads; customop's kernel (torch eager, native), %s"
+          % (torch.__version__, torch.get_num_threads(), build))
+    # What bounds a decode step: reading the weights (K·N/2 bytes) from memory. torch's sum of
+    # a 256 MB f32 tensor (vectorised, on all threads) measures the read bandwidth.
+    big = torch.ones(64 << 20, dtype=torch.float32)
+    gbs = big.numel() * 4 / median_ms(torch.sum, big) / 1e6
+    print("  memory read bandwidth %.1f GB/s: the %d MB of i4 weights take at least %.2f ms"
+          % (gbs, K * N // 2 >> 20, K * N / 2 / gbs / 1e6))
+    del big
+
+    def dequant_matmul(x, q, s):
+        return x @ (q.to(x.dtype).reshape(K // GROUP, GROUP, N) * s[:, None, :]).reshape(K, N)
+
     for m in SIZES:
         x = np.random.default_rng(m).normal(size=(m, K)).astype(np.float32)
         ref = reference(x, q, s)
-        row = []
         for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
-            xt, szt = torch.from_numpy(x).to(dtype), sz.to(dtype)
-            got = torch.ops.aten._weight_int4pack_mm_for_cpu(xt, packed, GROUP, szt)
-            assert np.max(np.abs(got.float().numpy() - ref)) <= tol * np.max(np.abs(ref))
-            t = median_ms(torch.ops.aten._weight_int4pack_mm_for_cpu, xt, packed, GROUP, szt)
-            row.append("%s %8.2f ms" % (str(dtype).split(".")[1], t))
-        print("  M=%-3d torch int4 kernel, x %s" % (m, "  |  x ".join(row)))
+            xt, szt, stt = torch.from_numpy(x).to(dtype), sz.to(dtype), st.to(dtype)
+            qd = qt.to(torch.int8)
+            calls = (("torch int4 kernel", torch.ops.aten._weight_int4pack_mm_for_cpu,
+                      (xt, packed, GROUP, szt)),
+                     ("dequantize+matmul", dequant_matmul, (xt, qd, stt)),
+                     ("customop", torch.ops.example.matmul_i4, (xt, ours, stt)))
+            row = []
+            for name, f, args in calls:
+                got = f(*args)
+                assert np.max(np.abs(got.float().numpy() - ref)) <= tol * np.max(np.abs(ref)), name
+                row.append(median_ms(f, *args))
+            print("  M=%-3d x %-8s torch int4 kernel %8.2f ms | dequantize+matmul %8.2f ms | "
+                  "customop %8.2f ms: %.2fx torch's kernel, %.2fx dequantize+matmul"
+                  % (m, str(dtype).split(".")[1], row[0], row[1], row[2], row[0] / row[2],
+                     row[1] / row[2]))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "jax":
         run_jax(sys.argv[2])
     else:
-        run_torch()
+        run_torch(sys.argv[2])

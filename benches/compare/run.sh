@@ -53,7 +53,9 @@ case "${1:-}" in
     target/xla-venv/bin/python benches/compare/int4.py jax "$CUSTOMOP_KERNELS"
     target/xla-venv/bin/python benches/compare/int4.py jax \
       "$PWD/target/kernels-native/release/libcustomop_example_kernels.so"
-    target/torch-venv/bin/python benches/compare/int4.py torch
+    target/torch-venv/bin/python benches/compare/int4.py torch "$CUSTOMOP_KERNELS"
+    target/torch-venv/bin/python benches/compare/int4.py torch \
+      "$PWD/target/kernels-native/release/libcustomop_example_kernels.so"
     exit 0
     ;;
   --parallel)

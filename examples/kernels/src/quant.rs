@@ -11,6 +11,12 @@
 use customop::prelude::*;
 use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, U4, bf16};
 use std::borrow::Cow;
+use tiles::block_matmul;
+
+mod tiles;
+
+/// The rows an MXFP4 scale covers.
+const MX_BLOCK: usize = 32;
 
 /// The activation and scale types of `matmul_i4`: `f32` (used as it is) and `bf16` (widened
 /// once per call; the products are accumulated in `f32` either way).
@@ -39,66 +45,6 @@ impl Act for bf16 {
         f(&mut wide);
         for (o, w) in out.iter_mut().zip(wide) {
             *o = bf16::from_f32(w);
-        }
-    }
-}
-
-/// Columns of the output computed by one task.
-const BLOCK: usize = 256;
-/// The rows an MXFP4 scale covers.
-const MX_BLOCK: usize = 32;
-
-/// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte (`w`),
-/// `pair(byte)` their two values (low nibble first), and `scales: [k / group, n]`; written
-/// into `out: [m, n]`.
-fn block_matmul(
-    xs: &[f32],
-    w: &[u8],
-    (m, k, n, group): (usize, usize, usize, usize),
-    pair: impl Fn(u8) -> [f32; 2] + Sync,
-    scales: &[f32],
-    out: &mut [f32],
-) {
-    if m == 0 || n == 0 {
-        return; // an empty product: nothing to write
-    }
-    let blocks = n.div_ceil(BLOCK);
-    // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
-    let mut tiles = vec![0.0f32; blocks * m * BLOCK];
-    customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
-        let n0 = b * BLOCK;
-        let width = BLOCK.min(n - n0);
-        let mut q = [0.0f32; BLOCK];
-        let mut acc = vec![0.0f32; m * BLOCK];
-        for g in 0..k / group {
-            acc.fill(0.0);
-            for kk in g * group..(g + 1) * group {
-                let start = (kk * n + n0) / 2;
-                for (j, &byte) in w[start..start + width / 2].iter().enumerate() {
-                    let [lo, hi] = pair(byte);
-                    q[2 * j] = lo;
-                    q[2 * j + 1] = hi;
-                }
-                for (row, a) in acc.chunks_exact_mut(BLOCK).enumerate() {
-                    let xv = xs[row * k + kk];
-                    for (a, &q) in a[..width].iter_mut().zip(&q[..width]) {
-                        *a += xv * q;
-                    }
-                }
-            }
-            let s = &scales[g * n + n0..g * n + n0 + width];
-            for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
-                for ((t, &a), &s) in t[..width].iter_mut().zip(&a[..width]).zip(s) {
-                    *t += a * s;
-                }
-            }
-        }
-    });
-    for (b, tile) in tiles.chunks_exact(m * BLOCK).enumerate() {
-        let n0 = b * BLOCK;
-        let width = BLOCK.min(n - n0);
-        for (row, t) in tile.chunks_exact(BLOCK).enumerate() {
-            out[row * n + n0..row * n + n0 + width].copy_from_slice(&t[..width]);
         }
     }
 }
