@@ -18,12 +18,12 @@ import ml_dtypes
 import numpy as np
 import torch
 
-from customop.schema import SchemaError
-from customop.torch.native import shim_has_dtype
-from torch_helpers import LIB, ops
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "xla"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "xla"))
+from customop.schema import SchemaError  # noqa: E402
+from customop.torch.native import shim_has_dtype  # noqa: E402
 from quant_refs import packed_bytes, quantize_i4_ref, quantize_mxfp4_ref  # noqa: E402
+from torch_helpers import LIB, ops  # noqa: E402
 
 F4 = LIB.torch_dtype(LIB.library.manifest.element_types["f4E2M1FN"])
 # torch 2.9's C shim has no float8_e8m0fnu: its native kernels refuse the MX scales by name.

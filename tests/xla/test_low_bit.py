@@ -12,6 +12,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
 """
 
 import os
+import sys
 import unittest
 
 import jax
@@ -20,7 +21,9 @@ import numpy as np
 
 from customop.eager import Handlers
 from customop.xla import Library, crosscheck
-from quant_refs import quantize_i4_ref, quantize_mxfp4_ref
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from quant_refs import quantize_i4_ref, quantize_mxfp4_ref  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 LIB = Library(PATH)
