@@ -196,6 +196,13 @@ py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_
 py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
 py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
 py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
+# The command line (cli/, built by the workspace's tests) on the seed module the Rust builder
+# emits, and on programs exported from JAX.
+export CUSTOMOP_CLI=${EXAMPLE_BIN[customop]:-}
+[ -x "$CUSTOMOP_CLI" ] || { echo "cargo test --workspace built no customop command" >&2; exit 1; }
+export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
+example seed_module "$CUSTOMOP_SEED_MODULE"
+py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
@@ -207,6 +214,7 @@ py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_
 py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
 py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
 py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
+py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"
 unset TORCH_TAG
 # Installing customop as the book says (ranges, not pins) changes nothing in a venv that has
 # what it asks for: pip would install customop and nothing else (no torch or jax replaced).

@@ -204,25 +204,7 @@ impl Client {
             message,
         };
         let lib = load_library(path)?;
-        // SAFETY: `customop_manifest` is `const char* (void)` in every customop cdylib.
-        let manifest: libloading::Symbol<
-            'static,
-            unsafe extern "C" fn() -> *const core::ffi::c_char,
-        > = unsafe { lib.get(b"customop_manifest\0") }
-            .map_err(|e| fail(format!("not a customop kernel library: {e}")))?;
-        // SAFETY: the manifest is a NUL-terminated string owned by the library for the
-        // process.
-        let text = unsafe {
-            let p = manifest();
-            if p.is_null() {
-                return Err(fail("customop_manifest returned null".into()));
-            }
-            std::ffi::CStr::from_ptr(p)
-        }
-        .to_str()
-        .map_err(|e| fail(format!("the manifest is not UTF-8: {e}")))?;
-        let json: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| fail(format!("the manifest: {e}")))?;
+        let json = manifest_of(lib, path)?;
         let ops = json["ops"]
             .as_array()
             .ok_or_else(|| fail("the manifest has no `ops`".into()))?;
@@ -285,6 +267,43 @@ impl Client {
         // SAFETY: this function's contract; the library stays loaded.
         unsafe { self.inner.plugin.register_handler(target, *sym) }
     }
+}
+
+/// The manifest of a customop kernel cdylib (what its `customop_manifest()` returns, parsed):
+/// its ops with their schemas, descriptor layouts and element types, as `customop ops` and the
+/// Python side read it. Loads the library (once per path, never unloaded).
+///
+/// # Safety
+/// As [`Client::register_library`]: `path` must be a kernel library built with customop;
+/// loading it runs its initialisers.
+pub unsafe fn library_manifest(path: &Path) -> Result<serde_json::Value, RunError> {
+    manifest_of(load_library(path)?, path)
+}
+
+/// The parsed `customop_manifest()` of library `lib`, loaded from `path`.
+fn manifest_of(
+    lib: &'static libloading::Library,
+    path: &Path,
+) -> Result<serde_json::Value, RunError> {
+    let fail = |message: String| RunError::Library {
+        path: path.to_path_buf(),
+        message,
+    };
+    // SAFETY: `customop_manifest` is `const char* (void)` in every customop cdylib.
+    let manifest: libloading::Symbol<'static, unsafe extern "C" fn() -> *const core::ffi::c_char> =
+        unsafe { lib.get(b"customop_manifest\0") }
+            .map_err(|e| fail(format!("not a customop kernel library: {e}")))?;
+    // SAFETY: the manifest is a NUL-terminated string owned by the library for the process.
+    let text = unsafe {
+        let p = manifest();
+        if p.is_null() {
+            return Err(fail("customop_manifest returned null".into()));
+        }
+        std::ffi::CStr::from_ptr(p)
+    }
+    .to_str()
+    .map_err(|e| fail(format!("the manifest is not UTF-8: {e}")))?;
+    serde_json::from_str(text).map_err(|e| fail(format!("the manifest: {e}")))
 }
 
 /// Loads a library for its handlers, once per path, never to be unloaded (registered

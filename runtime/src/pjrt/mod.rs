@@ -37,13 +37,14 @@ mod sys;
 mod sys_layout_tests;
 
 pub use buffer::{DeviceDescriptor, DeviceTensor};
-pub use client::Client;
+pub use client::{Client, library_manifest};
 pub use error::{PjrtCode, RunError};
 pub use executable::Executable;
 pub use host::HostTensor;
 pub use inputs::Inputs;
 pub use plugin::{
-    API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, PLUGIN_ENV, Plugin, default_plugin_path,
+    API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, CPU_PLUGIN_WHEEL, CPU_PLUGIN_WHEEL_SHA256,
+    PLUGIN_ENV, Plugin, default_plugin_path,
 };
 pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, Signature};
 

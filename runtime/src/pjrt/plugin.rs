@@ -24,6 +24,15 @@ pub const CPU_PLUGIN_VERSION: &str = "0.0.1";
 pub const CPU_PLUGIN_SHA256: &str =
     "88c3f28c5900f48ad4a82cab9e79bba9537809743395e341485f8794268820dc";
 
+/// The PyPI wheel (package `xla-cpu-pjrt`, [`CPU_PLUGIN_VERSION`]) that holds the CPU plugin
+/// (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`), as `scripts/setup.sh` and `customop plugin
+/// install` download it.
+pub const CPU_PLUGIN_WHEEL: &str = "xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl";
+
+/// The sha256 of [`CPU_PLUGIN_WHEEL`]: a download with another hash is refused.
+pub const CPU_PLUGIN_WHEEL_SHA256: &str =
+    "55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc";
+
 /// A loaded PJRT plugin. Plugins are never unloaded (XLA keeps threads and static state), so
 /// a `Plugin` lives for the rest of the process: [`Plugin::load`] gives a `&'static Plugin`,
 /// the same one for the same path.

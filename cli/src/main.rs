@@ -1,0 +1,229 @@
+//! `customop`: the command line of customop.
+//!
+//! - `customop ops LIB.so [--json]`: the ops of a kernel library (schemas, externals,
+//!   descriptor layouts);
+//! - `customop plugin install | path | verify`: XLA's CPU PJRT plugin, pinned by hash;
+//! - `customop run MODULE --ops LIB.so --input x.npy --external name=config.json [--out
+//!   out.npz]`: a StableHLO program run with the library's handlers.
+//!
+//! Exit status by kind of failure: 0 done; 2 the command line (clap's); 3 an input (a file that
+//! cannot be read, a `.npy` of the wrong type or shape, a descriptor field missing, of the
+//! wrong type or unknown, an unknown external); 4 a kernel library; 5 the plugin; 6 the program
+//! (not parsed or not compiled); 7 running it (a kernel's refusal or error, XLA's); 8 writing
+//! the outputs.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod npy;
+mod ops;
+mod pack;
+mod plugin;
+mod run;
+
+/// What went wrong, by kind (each its exit status).
+#[derive(Debug)]
+pub enum Failure {
+    Input(String),
+    Library(String),
+    Plugin(String),
+    Program(String),
+    Execute(String),
+    Output(String),
+}
+
+impl Failure {
+    fn code(&self) -> u8 {
+        match self {
+            Failure::Input(_) => 3,
+            Failure::Library(_) => 4,
+            Failure::Plugin(_) => 5,
+            Failure::Program(_) => 6,
+            Failure::Execute(_) => 7,
+            Failure::Output(_) => 8,
+        }
+    }
+
+    fn message(&self) -> (&'static str, &str) {
+        match self {
+            Failure::Input(m) => ("input", m),
+            Failure::Library(m) => ("library", m),
+            Failure::Plugin(m) => ("plugin", m),
+            Failure::Program(m) => ("program", m),
+            Failure::Execute(m) => ("run", m),
+            Failure::Output(m) => ("output", m),
+        }
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "customop",
+    version,
+    about = "customop's command line: kernel libraries' ops, \
+    XLA's CPU PJRT plugin, and running StableHLO programs with a library's handlers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The ops of a kernel library: schemas, targets, externals and descriptor layouts
+    Ops {
+        /// The kernel library (a cdylib built with customop)
+        library: PathBuf,
+        /// Print JSON rather than a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// XLA's CPU PJRT plugin, which `customop run` and `Client::cpu` load
+    Plugin {
+        #[command(subcommand)]
+        action: PluginAction,
+    },
+    /// Runs a StableHLO program (text or bytecode) with kernel libraries' handlers
+    Run {
+        /// The program: MLIR text (`.mlir`) or bytecode (`.mlirbc`)
+        module: PathBuf,
+        /// A kernel library whose handlers (and descriptor layouts) the program uses
+        #[arg(long = "ops", value_name = "LIB")]
+        ops: Vec<PathBuf>,
+        /// A `.npy` input: `FILE` for the next argument that is not an external, `N=FILE` for
+        /// argument N
+        #[arg(long = "input", value_name = "[N=]FILE")]
+        inputs: Vec<String>,
+        /// An external's value, packed by its descriptor's layout: `NAME=FILE.json` or
+        /// `NAME=FILE.toml`
+        #[arg(long = "external", value_name = "NAME=FILE")]
+        externals: Vec<String>,
+        /// Where the outputs go: `out.npz` (all of them), `out.npy` (one), or a folder
+        /// (`result0.npy`, ...); printed when not given
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PluginAction {
+    /// Downloads the pinned plugin wheel with pip (or takes `--wheel`), checks its sha256 and
+    /// the plugin's, and installs it where `Plugin::installed` finds it
+    Install {
+        /// The wheel, already downloaded (`xla_cpu_pjrt-0.0.1-...whl`)
+        #[arg(long)]
+        wheel: Option<PathBuf>,
+        /// Install again even if a verified plugin is there
+        #[arg(long)]
+        force: bool,
+    },
+    /// Where the plugin is, or goes ($CUSTOMOP_CACHE, else $XDG_CACHE_HOME/customop, else
+    /// ~/.cache/customop)
+    Path,
+    /// Checks the installed plugin's sha256 against the pinned one
+    Verify,
+}
+
+/// Writes the outputs where `--out` says; the notes on types numpy has no dtype for.
+fn write_outputs(out: &std::path::Path, arrays: Vec<npy::Array>) -> Result<Vec<String>, Failure> {
+    let named: Vec<(String, npy::Array)> = arrays
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| (format!("result{i}"), a))
+        .collect();
+    let ext = out.extension().and_then(|e| e.to_str());
+    if ext == Some("npz") {
+        return npy::write_npz(out, &named).map_err(Failure::Output);
+    }
+    let files: Vec<(PathBuf, &npy::Array)> = if ext == Some("npy") {
+        match named.as_slice() {
+            [(_, a)] => vec![(out.to_path_buf(), a)],
+            _ => {
+                return Err(Failure::Output(format!(
+                    "{}: the program has {} outputs; give a .npz or a folder",
+                    out.display(),
+                    named.len()
+                )));
+            }
+        }
+    } else {
+        std::fs::create_dir_all(out)
+            .map_err(|e| Failure::Output(format!("{}: {e}", out.display())))?;
+        named
+            .iter()
+            .map(|(n, a)| (out.join(format!("{n}.npy")), a))
+            .collect()
+    };
+    let mut notes = Vec::new();
+    for (path, a) in files {
+        let (bytes, note) = npy::to_bytes(a);
+        notes.extend(note.map(|n| format!("{}: {n}", path.display())));
+        std::fs::write(&path, bytes)
+            .map_err(|e| Failure::Output(format!("{}: {e}", path.display())))?;
+    }
+    Ok(notes)
+}
+
+fn main_() -> Result<(), Failure> {
+    match Cli::parse().command {
+        Command::Ops { library, json } => {
+            let m = ops::manifest(&library)?;
+            if json {
+                let text = serde_json::to_string_pretty(&ops::summary(&m))
+                    .map_err(|e| Failure::Output(e.to_string()))?;
+                println!("{text}");
+            } else {
+                print!("{}", ops::table(&m));
+            }
+        }
+        Command::Plugin { action } => {
+            let said = match action {
+                PluginAction::Install { wheel, force } => plugin::install(wheel.as_deref(), force)?,
+                PluginAction::Path => plugin::path()?,
+                PluginAction::Verify => plugin::verify()?,
+            };
+            println!("{said}");
+        }
+        Command::Run {
+            module,
+            ops,
+            inputs,
+            externals,
+            out,
+        } => {
+            let request = run::Request {
+                module,
+                ops,
+                inputs,
+                externals,
+                out,
+            };
+            let arrays = run::run(&request)?;
+            match &request.out {
+                Some(out) => {
+                    for note in write_outputs(out, arrays)? {
+                        eprintln!("note: {note}");
+                    }
+                }
+                None => {
+                    for (i, a) in arrays.iter().enumerate() {
+                        println!("result[{i}]: {}", run::show(a, 1000));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match main_() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            let (kind, message) = f.message();
+            eprintln!("customop: {kind} error: {message}");
+            ExitCode::from(f.code())
+        }
+    }
+}

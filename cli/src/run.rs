@@ -1,0 +1,352 @@
+//! `customop run MODULE --ops LIB --input [N=]x.npy --external name=config.json`: a StableHLO
+//! program (text or bytecode) run by the Rust runner on the installed CPU plugin, with the
+//! libraries' handlers; inputs from `.npy`, externals packed from JSON or TOML by their
+//! descriptor's layout, outputs printed or written to `.npy`/`.npz`.
+
+use crate::npy::{self, Array};
+use crate::{Failure, ops, pack};
+use customop::pjrt::{Client, HostTensor, Param, Program, RunError};
+use customop::{ElementType, TensorType};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// What `customop run` was given.
+#[derive(Debug)]
+pub struct Request {
+    pub module: PathBuf,
+    pub ops: Vec<PathBuf>,
+    pub inputs: Vec<String>,
+    pub externals: Vec<String>,
+    pub out: Option<PathBuf>,
+}
+
+/// MLIR bytecode's magic.
+const BYTECODE: &[u8] = b"ML\xefR";
+
+/// The module of a serialized `jax.export.Exported` (`exported.serialize()`, a flatbuffer whose
+/// root table's field 13, `mlir_module_serialized`, holds the module's bytecode), or `None`
+/// when `bytes` is not one. Every offset is checked against the buffer.
+pub fn jax_export_module(bytes: &[u8]) -> Option<&[u8]> {
+    let u32_at = |at: usize| -> Option<usize> {
+        let b = bytes.get(at..at.checked_add(4)?)?;
+        usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
+    };
+    let u16_at = |at: usize| -> Option<usize> {
+        let b = bytes.get(at..at.checked_add(2)?)?;
+        Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
+    };
+    let table = u32_at(0)?;
+    let b = bytes.get(table..table.checked_add(4)?)?;
+    let vtable =
+        i64::try_from(table).ok()? - i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let vtable = usize::try_from(vtable).ok()?;
+    const FIELD: usize = 4 + 2 * 13;
+    if u16_at(vtable)? <= FIELD {
+        return None;
+    }
+    let field = u16_at(vtable + FIELD)?;
+    if field == 0 {
+        return None;
+    }
+    let at = table.checked_add(field)?;
+    let vector = at.checked_add(u32_at(at)?)?;
+    let len = u32_at(vector)?;
+    let module = bytes.get(vector + 4..vector.checked_add(4)?.checked_add(len)?)?;
+    module.starts_with(BYTECODE).then_some(module)
+}
+
+/// Reads the program: MLIR bytecode, a serialized `jax.export`, else text.
+fn program(path: &Path) -> Result<(Program, Option<Vec<Param>>), Failure> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+    if bytes.starts_with(BYTECODE) {
+        return Ok((Program::bytecode(&bytes), None));
+    }
+    if let Some(module) = jax_export_module(&bytes) {
+        return Ok((Program::bytecode(module), None));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Failure::Program(format!(
+            "{}: neither MLIR text, MLIR bytecode nor a serialized `jax.export`",
+            path.display()
+        ))
+    })?;
+    let p =
+        Program::text(&text).map_err(|e| Failure::Program(format!("{}: {e}", path.display())))?;
+    let params = p.signature().map(|s| s.params.clone());
+    Ok((p, params))
+}
+
+/// `name=value` split at the first `=`; `None` for the name when there is no `=`.
+fn named(arg: &str) -> (Option<&str>, &str) {
+    match arg.split_once('=') {
+        Some((n, v)) => (Some(n), v),
+        None => (None, arg),
+    }
+}
+
+/// The layout of descriptor `name` among the libraries' manifests.
+fn layout<'m>(manifests: &'m [Value], name: &str) -> Option<&'m Value> {
+    manifests
+        .iter()
+        .flat_map(ops::descriptors)
+        .find(|d| d["name"] == name)
+}
+
+/// A JSON or TOML file's value (by its extension; JSON otherwise).
+fn value_of(path: &Path) -> Result<Value, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+    let toml = path.extension().is_some_and(|x| x == "toml");
+    if toml {
+        toml::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))
+    } else {
+        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))
+    }
+}
+
+/// The host tensor of argument `p` from `.npy` array `a` (read from `what`), checked.
+fn tensor(p: &Param, a: Array, what: &str) -> Result<HostTensor, Failure> {
+    if p.ty.element() != a.element || p.ty.shape() != a.shape.as_slice() {
+        return Err(Failure::Input(format!(
+            "{what} is {} {:?}; argument {} takes {} {:?}",
+            a.element,
+            a.shape,
+            p.index,
+            p.ty.element(),
+            p.ty.shape()
+        )));
+    }
+    HostTensor::from_bytes(p.ty.clone(), a.data).map_err(|e| Failure::Input(format!("{what}: {e}")))
+}
+
+/// The arguments, in order: externals by name, the others from `--input` (by position `N=`,
+/// or in order).
+fn arguments(
+    r: &Request,
+    params: Option<&[Param]>,
+    manifests: &[Value],
+) -> Result<Vec<HostTensor>, Failure> {
+    let Some(params) = params else {
+        // Bytecode: no signature to read; the inputs as given, in order.
+        if !r.externals.is_empty() {
+            return Err(Failure::Input(
+                "externals are given by name, which only a program's text says (bytecode and \
+                 `jax.export` serializations are read by position): give the program as text \
+                 (`exported.mlir_module()`), or the external's packed bytes as a uint8 .npy \
+                 input"
+                    .into(),
+            ));
+        }
+        return r
+            .inputs
+            .iter()
+            .map(|i| {
+                let (_, file) = named(i);
+                let a = npy::read(Path::new(file)).map_err(Failure::Input)?;
+                let ty = TensorType::new(a.element, a.shape.clone())
+                    .map_err(|e| Failure::Input(format!("{file}: {}", e.message)))?;
+                HostTensor::from_bytes(ty, a.data)
+                    .map_err(|e| Failure::Input(format!("{file}: {e}")))
+            })
+            .collect();
+    };
+    let mut slots: Vec<Option<HostTensor>> = vec![None; params.len()];
+    let externals: Vec<&Param> = params.iter().filter(|p| p.external.is_some()).collect();
+    for e in &r.externals {
+        let (Some(name), file) = named(e) else {
+            return Err(Failure::Input(format!(
+                "--external {e}: give it as NAME=FILE"
+            )));
+        };
+        let Some(p) = externals
+            .iter()
+            .find(|p| p.external.as_ref().and_then(|x| x.name.as_deref()) == Some(name))
+        else {
+            let known: Vec<&str> = externals
+                .iter()
+                .filter_map(|p| p.external.as_ref().and_then(|x| x.name.as_deref()))
+                .collect();
+            return Err(Failure::Input(format!(
+                "the program has no external `{name}` (its externals: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        let spec = p
+            .external
+            .as_ref()
+            .ok_or_else(|| Failure::Input(name.into()))?;
+        let layout = layout(manifests, &spec.descriptor).ok_or_else(|| {
+            Failure::Input(format!(
+                "external `{name}` is a `{}`, which no library given with --ops declares",
+                spec.descriptor
+            ))
+        })?;
+        let fingerprint = layout["fingerprint"].as_str().unwrap_or("");
+        if u64::from_str_radix(fingerprint.trim_start_matches("0x"), 16) != Ok(spec.fingerprint) {
+            return Err(Failure::Input(format!(
+                "external `{name}`: the program's `{}` has fingerprint {:#018x}, the library's \
+                 {fingerprint}: they were built from different layouts",
+                spec.descriptor, spec.fingerprint
+            )));
+        }
+        let bytes = pack::pack(layout, &value_of(Path::new(file))?)
+            .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
+        if bytes.len() != spec.size {
+            return Err(Failure::Input(format!(
+                "external `{name}`: {file} packs to {} bytes; the program's argument takes {}",
+                bytes.len(),
+                spec.size
+            )));
+        }
+        let t = HostTensor::from_bytes(p.ty.clone(), bytes)
+            .map_err(|e| Failure::Input(format!("external `{name}`: {e}")))?;
+        slots[p.index] = Some(t);
+    }
+    let mut free = params.iter().filter(|p| p.external.is_none());
+    for i in &r.inputs {
+        let (name, file) = named(i);
+        let p = match name {
+            Some(n) => {
+                let k: usize = n.parse().map_err(|_| {
+                    Failure::Input(format!("--input {i}: `{n}` is not an argument's position"))
+                })?;
+                params.get(k).ok_or_else(|| {
+                    Failure::Input(format!(
+                        "--input {i}: the program has {} arguments",
+                        params.len()
+                    ))
+                })?
+            }
+            None => free
+                .by_ref()
+                .find(|p| slots[p.index].is_none())
+                .ok_or_else(|| Failure::Input(format!("--input {i}: every argument is given")))?,
+        };
+        if slots[p.index].is_some() {
+            return Err(Failure::Input(format!(
+                "argument {} is given twice",
+                p.index
+            )));
+        }
+        let a = npy::read(Path::new(file)).map_err(Failure::Input)?;
+        slots[p.index] = Some(tensor(p, a, file)?);
+    }
+    slots
+        .into_iter()
+        .zip(params)
+        .map(|(s, p)| {
+            s.ok_or_else(|| {
+                Failure::Input(match &p.external {
+                    Some(e) => format!(
+                        "external `{}` ({}) is not given: --external {}=FILE.json",
+                        e.name.as_deref().unwrap_or("?"),
+                        e.descriptor,
+                        e.name.as_deref().unwrap_or("NAME")
+                    ),
+                    None => format!(
+                        "argument {} ({} {:?}) is not given: --input {}=FILE.npy",
+                        p.index,
+                        p.ty.element(),
+                        p.ty.shape(),
+                        p.index
+                    ),
+                })
+            })
+        })
+        .collect()
+}
+
+/// How a runner error maps to the command's failure kinds.
+fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
+    move |e| match e {
+        RunError::Library { .. } => Failure::Library(e.to_string()),
+        RunError::PluginNotFound { .. } | RunError::Plugin { .. } | RunError::PluginEnv { .. } => {
+            Failure::Plugin(format!("{e} (`customop plugin install` installs it)"))
+        }
+        RunError::Input(_) => Failure::Input(e.to_string()),
+        RunError::Program(_) => Failure::Program(e.to_string()),
+        e if stage == "compile" => Failure::Program(format!("compiling: {e}")),
+        e => Failure::Execute(e.to_string()),
+    }
+}
+
+/// Runs the request; the outputs as `.npy` arrays.
+pub fn run(r: &Request) -> Result<Vec<Array>, Failure> {
+    let (program, params) = program(&r.module)?;
+    let manifests: Vec<Value> = r
+        .ops
+        .iter()
+        .map(|l| ops::manifest(l))
+        .collect::<Result<_, _>>()?;
+    let args = arguments(r, params.as_deref(), &manifests)?;
+    let devices = program.signature().map_or(1, |s| s.mesh_devices());
+    let devices = usize::try_from(devices).unwrap_or(usize::MAX);
+    let client = Client::cpu(devices).map_err(at("setup"))?;
+    for l in &r.ops {
+        // SAFETY: loaded by `ops::manifest` above as a customop kernel library (it has the
+        // manifest); its handlers are what its manifest names.
+        unsafe { client.register_library(l) }.map_err(at("setup"))?;
+    }
+    let exe = client.compile(&program).map_err(at("compile"))?;
+    let outs = exe.run(&args).map_err(at("execute"))?;
+    Ok(outs
+        .into_iter()
+        .map(|t| Array {
+            element: t.element(),
+            shape: t.dims().to_vec(),
+            data: t.bytes().to_vec(),
+        })
+        .collect())
+}
+
+/// The values of `a` as text (at most `limit` of them), e.g. `3xi8=[3, 5, -2]`.
+pub fn show(a: &Array, limit: usize) -> String {
+    let dims: Vec<String> = a.shape.iter().map(i64::to_string).collect();
+    let n = a.data.len() / a.element.byte_size().max(1);
+    let value = |i: usize| -> String {
+        let b = &a.data[i * a.element.byte_size()..(i + 1) * a.element.byte_size()];
+        let arr = |k: usize| -> [u8; 8] {
+            let mut x = [0u8; 8];
+            x[..k].copy_from_slice(&b[..k]);
+            x
+        };
+        match a.element {
+            ElementType::Bool => (b[0] != 0).to_string(),
+            ElementType::I8 => (b[0] as i8).to_string(),
+            ElementType::U8 => b[0].to_string(),
+            ElementType::I16 => i16::from_le_bytes([b[0], b[1]]).to_string(),
+            ElementType::U16 => u16::from_le_bytes([b[0], b[1]]).to_string(),
+            ElementType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
+            ElementType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
+            ElementType::I64 => i64::from_le_bytes(arr(8)).to_string(),
+            ElementType::U64 => u64::from_le_bytes(arr(8)).to_string(),
+            ElementType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string(),
+            ElementType::F64 => f64::from_le_bytes(arr(8)).to_string(),
+            ElementType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_string(),
+            ElementType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_string(),
+            _ => format!(
+                "0x{}",
+                b.iter()
+                    .rev()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<String>()
+            ),
+        }
+    };
+    let mut values: Vec<String> = (0..n.min(limit)).map(value).collect();
+    if n > limit {
+        values.push(format!("... ({} more)", n - limit));
+    }
+    format!(
+        "{}{}{}=[{}]",
+        dims.join("x"),
+        if dims.is_empty() { "" } else { "x" },
+        a.element.mlir_name(),
+        values.join(", ")
+    )
+}
