@@ -203,6 +203,9 @@ export CUSTOMOP_CLI=${EXAMPLE_BIN[customop]:-}
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
+step "wheels: customop's and the example kernels' (pip wheel examples/kernels), installed into new venvs, ops called from JAX and torch outside the repository"
+bash scripts/wheels.sh
+echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 step "crates that package: cargo package (verified), then a kernel crate and a model crate outside the repository built against the .crate files only"
 bash scripts/packaged.sh "$CUSTOMOP_CLI"
 echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
