@@ -144,7 +144,7 @@ pub mod __private {
     pub use crate::schema;
     pub use crate::state;
     pub use crate::tensor;
-    pub use crate::torch::{TorchKernels, torch_kernel};
+    pub use crate::torch::{TorchEntry, TorchKernels, torch_kernel};
     pub use crate::types;
     /// Declared gradients: the signatures and the pairing check.
     pub mod vjp {

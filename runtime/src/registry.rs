@@ -16,8 +16,6 @@ pub struct OpEntry {
     pub schema: fn() -> &'static OpSchema,
     /// The exported `extern "C"` XLA FFI handler's symbol, when the op has one.
     pub handler_symbol: &'static str,
-    /// The op's native torch kernels (registered by `customop.torch.load`).
-    pub torch: &'static crate::torch::TorchKernels,
 }
 
 /// An XLA FFI handler: `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)`.
@@ -41,13 +39,6 @@ pub fn ops() -> impl Iterator<Item = &'static OpSchema> {
 /// The schema of the op named `name` (`ns::op`), if the binary has it.
 pub fn find(name: &str) -> Option<&'static OpSchema> {
     ops().find(|s| s.name == name)
-}
-
-/// The native torch kernels of the op named `name`, if the binary has it.
-pub(crate) fn torch_kernels(name: &str) -> Option<&'static crate::torch::TorchKernels> {
-    entries()
-        .find(|e| (e.schema)().name == name)
-        .map(|e| e.torch)
 }
 
 /// The handlers of the ops whose definitions were built in this process, by target (filled by

@@ -123,8 +123,10 @@ pub mod make_stats {
         }
     }
     ::customop::__private::inventory::submit! {
-        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, torch :
-        & TORCH_KERNELS, }
+        ::customop::__private::OpEntry { schema, handler_symbol : HANDLER_SYMBOL, }
+    }
+    ::customop::__private::inventory::submit! {
+        ::customop::__private::TorchEntry { schema, kernels : & TORCH_KERNELS, }
     }
     ::customop::__private::if_mlir! {
         #[doc =

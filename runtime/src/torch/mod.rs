@@ -45,6 +45,28 @@ impl TorchKernels {
     }
 }
 
+/// An op's native torch kernels, submitted by generated code beside its `OpEntry`
+/// ([`crate::registry::OpEntry`]): the torch layer keeps its own table, so that the registry (the
+/// core) knows nothing of torch.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct TorchEntry {
+    /// The op's schema (as its `OpEntry` has it).
+    pub schema: fn() -> &'static crate::schema::OpSchema,
+    /// Its kernels.
+    pub kernels: &'static TorchKernels,
+}
+
+inventory::collect!(TorchEntry);
+
+/// The native torch kernels of the op named `name`, if the binary has it.
+fn torch_kernels(name: &str) -> Option<&'static TorchKernels> {
+    inventory::iter::<TorchEntry>
+        .into_iter()
+        .find(|e| (e.schema)().name == name)
+        .map(|e| e.kernels)
+}
+
 impl core::fmt::Debug for TorchKernels {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TorchKernels")
@@ -228,7 +250,7 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
         .find(|(s, _)| s.name == op)
         .map(|(_, h)| h)
         .ok_or_else(|| format!("op `{op}` has no handler in this library"))?;
-    let kernels = crate::registry::torch_kernels(op)
+    let kernels = torch_kernels(op)
         .ok_or_else(|| format!("op `{op}` has no native torch kernels in this library"))?;
     if let Some(why) = torch_refusal(schema) {
         return Err(why);

@@ -186,7 +186,13 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
                 #p::OpEntry {
                     schema,
                     handler_symbol: HANDLER_SYMBOL,
-                    torch: &TORCH_KERNELS,
+                }
+            }
+
+            #p::inventory::submit! {
+                #p::TorchEntry {
+                    schema,
+                    kernels: &TORCH_KERNELS,
                 }
             }
 
