@@ -250,6 +250,13 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Checks a packed descriptor's header and returns its payload.
+/// Checks that `bytes` are a packed descriptor of `layout` as far as its header and length say:
+/// magic, version, fingerprint, payload length (so a copy cut short or run long is refused).
+/// Field values (bools, enums, tails) are checked when a handler unpacks them.
+pub fn check_packed(layout: &'static Layout, bytes: &[u8]) -> Result<(), DescriptorError> {
+    check_header(bytes, &layout.name, layout.fingerprint, layout.fixed_size).map(|_| ())
+}
+
 fn check_header<'b>(
     bytes: &'b [u8],
     name: &'static str,

@@ -48,6 +48,11 @@ pub(crate) struct Api {
         *mut LibraryHandle,
     ) -> Status,
     pub library_impl: unsafe extern "C" fn(LibraryHandle, *const c_char, BoxedKernel) -> Status,
+    /// `aoti_torch_library_init_fragment(ns, file, line, &lib)`.
+    pub library_init_fragment:
+        unsafe extern "C" fn(*const c_char, *const c_char, u32, *mut LibraryHandle) -> Status,
+    /// `aoti_torch_library_def(lib, schema)`.
+    pub library_def: unsafe extern "C" fn(LibraryHandle, *const c_char) -> Status,
     pub delete_library_object: unsafe extern "C" fn(LibraryHandle) -> Status,
     pub delete_tensor_object: unsafe extern "C" fn(Tensor) -> Status,
     pub get_data_ptr: unsafe extern "C" fn(Tensor, *mut *mut c_void) -> Status,
@@ -200,6 +205,8 @@ impl Api {
         Ok(Api {
             library_init_impl: sym!("aoti_torch_library_init_impl"),
             library_impl: sym!("aoti_torch_library_impl"),
+            library_init_fragment: sym!("aoti_torch_library_init_fragment"),
+            library_def: sym!("aoti_torch_library_def"),
             delete_library_object: sym!("aoti_torch_delete_library_object"),
             delete_tensor_object: sym!("aoti_torch_delete_tensor_object"),
             get_data_ptr: sym!("aoti_torch_get_data_ptr"),
