@@ -31,14 +31,18 @@ fn blob_packs_to_the_documented_bytes() {
     assert_eq!(Blob::unpack(&bytes).unwrap(), blob());
 }
 
+/// Each field's name, offset (`None` for a tail) and size.
+fn field_offsets(l: &customop::descriptor::Layout) -> Vec<(&str, Option<usize>, usize)> {
+    l.fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size))
+        .collect()
+}
+
 #[test]
 fn fields_sit_at_natural_alignment_with_zero_padding() {
     let l = Everything::layout();
-    let offsets: Vec<(&str, Option<usize>, usize)> = l
-        .fields
-        .iter()
-        .map(|f| (f.name.as_str(), f.offset, f.size))
-        .collect();
+    let offsets = field_offsets(l);
     assert_eq!(
         offsets,
         vec![
@@ -437,11 +441,7 @@ fn float8_fields_are_one_byte_of_bits() {
          f:f8E5M2FNUZ,g:f8E4M3B11FNUZ,scales:[f8E8M0FNU;3],q:Vec<f8E4M3FN>}"
     );
     assert_eq!(l.fingerprint, fingerprint_of(l.canonical.as_bytes()));
-    let offsets: Vec<(&str, Option<usize>, usize)> = l
-        .fields
-        .iter()
-        .map(|f| (f.name.as_str(), f.offset, f.size))
-        .collect();
+    let offsets = field_offsets(l);
     assert_eq!(
         offsets,
         vec![
