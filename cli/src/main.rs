@@ -165,6 +165,19 @@ fn write_outputs(out: &std::path::Path, arrays: Vec<npy::Array>) -> Result<Vec<S
     Ok(notes)
 }
 
+/// Prints `text` to standard output; a reader that went away (`customop ops LIB | head -1`)
+/// is no failure.
+fn say(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::Output(format!("standard output: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn main_() -> Result<(), Failure> {
     match Cli::parse().command {
         Command::Ops { library, json } => {
@@ -172,9 +185,9 @@ fn main_() -> Result<(), Failure> {
             if json {
                 let text = serde_json::to_string_pretty(&ops::summary(&m))
                     .map_err(|e| Failure::Output(e.to_string()))?;
-                println!("{text}");
+                say(&format!("{text}\n"))?;
             } else {
-                print!("{}", ops::table(&m));
+                say(&ops::table(&m))?;
             }
         }
         Command::Plugin { action } => {
@@ -183,7 +196,7 @@ fn main_() -> Result<(), Failure> {
                 PluginAction::Path => plugin::path()?,
                 PluginAction::Verify => plugin::verify()?,
             };
-            println!("{said}");
+            say(&format!("{said}\n"))?;
         }
         Command::Run {
             module,
@@ -208,7 +221,7 @@ fn main_() -> Result<(), Failure> {
                 }
                 None => {
                     for (i, a) in arrays.iter().enumerate() {
-                        println!("result[{i}]: {}", run::show(a, 1000));
+                        say(&format!("result[{i}]: {}\n", run::show(a, 1000)))?;
                     }
                 }
             }

@@ -158,10 +158,17 @@ fn install_in(work: &Path, wheel: Option<&Path>, dir: &Path) -> Result<(), Failu
     .map_err(|e| fail(format!("{}: {e}", staged.display())))?;
     // Into place: the old folder aside first, so that a reader never sees half of either.
     let old = work.join("old");
-    if dir.exists() {
+    let had_old = dir.exists();
+    if had_old {
         std::fs::rename(dir, &old).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
     }
-    std::fs::rename(&staged, dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+    if let Err(e) = std::fs::rename(&staged, dir) {
+        if had_old {
+            // The old plugin back where it was, not lost with the work folder.
+            let _ = std::fs::rename(&old, dir);
+        }
+        return Err(fail(format!("{}: {e}", dir.display())));
+    }
     Ok(())
 }
 

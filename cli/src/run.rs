@@ -142,7 +142,13 @@ fn arguments(
             .inputs
             .iter()
             .map(|i| {
-                let (_, file) = named(i);
+                let (name, file) = named(i);
+                if name.is_some() {
+                    return Err(Failure::Input(format!(
+                        "--input {i}: bytecode and `jax.export` serializations take their \
+                         inputs in order (no signature to place an argument by its position)"
+                    )));
+                }
                 let a = npy::read(Path::new(file)).map_err(Failure::Input)?;
                 let ty = TensorType::new(a.element, a.shape.clone())
                     .map_err(|e| Failure::Input(format!("{file}: {}", e.message)))?;
@@ -176,6 +182,9 @@ fn arguments(
                 }
             )));
         };
+        if slots[p.index].is_some() {
+            return Err(Failure::Input(format!("external `{name}` is given twice")));
+        }
         let spec = p
             .external
             .as_ref()
@@ -270,6 +279,7 @@ fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
         }
         RunError::Input(_) => Failure::Input(e.to_string()),
         RunError::Program(_) => Failure::Program(e.to_string()),
+        e if stage == "setup" => Failure::Plugin(format!("the CPU plugin's client: {e}")),
         e if stage == "compile" => Failure::Program(format!("compiling: {e}")),
         e => Failure::Execute(e.to_string()),
     }

@@ -1,7 +1,9 @@
 """Kernel libraries shipped inside Python packages: a wheel made from a kernel crate (with
-maturin, `bindings = "cdylib"`) holds the crate's cdylib next to a small module, and that module
-finds its library here, so that `pip install my-kernels` then `import my_kernels` needs no
-path and no environment variable."""
+setuptools-rust, `binding = "NoBinding"`) holds the crate's cdylib next to a small module, and
+that module finds its library here, so that `pip install my-kernels` then `import my_kernels`
+needs no path and no environment variable. (Each shared library in the package's folder is
+loaded to see whether it exports `customop_manifest`: a package ships its kernel library and
+nothing else that should not be loaded.)"""
 
 from __future__ import annotations
 

@@ -1040,3 +1040,25 @@ mod props {
         }
     }
 }
+
+#[test]
+fn check_packed_refuses_bytes_cut_short_or_run_long() {
+    use customop::descriptor::check_packed;
+    let l = Blob::layout();
+    let bytes = blob().pack();
+    assert!(check_packed(l, &bytes).is_ok());
+    assert!(check_packed(l, &bytes[..40]).is_err());
+    let mut long = bytes.clone();
+    long.extend([0u8; 8]);
+    assert!(
+        check_packed(l, &long).is_err(),
+        "the header's length disagrees"
+    );
+    // A header that says 40 bytes follow: consistent, but longer than the layout's size.
+    long[8..12].copy_from_slice(&40u32.to_le_bytes());
+    let e = check_packed(l, &long).unwrap_err().to_string();
+    assert!(
+        e.contains("too long: 64 bytes, but the fields end at 56"),
+        "{e}"
+    );
+}

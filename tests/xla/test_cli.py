@@ -123,6 +123,10 @@ class Run(unittest.TestCase):
                            "external=" + self.file("c.json", json.dumps(BLOB)))
         self.assertEqual(code, 3, err)
         self.assertIn("externals are given by name, which only a program's text says", err)
+        code, _, err = cli("run", serialized, "--ops", PATH, "--input", "1=" + blob_npy,
+                           "--input", "0=" + self.x)
+        self.assertEqual(code, 3, err)
+        self.assertIn("take their inputs in order", err)
 
     def test_a_kernels_refusal_exits_7(self):
         def f(x):
@@ -173,6 +177,8 @@ class Run(unittest.TestCase):
              6, "customop: program error"),
             (["run", SEED, "--ops", PATH, "--input", self.x, "--external", "external=" + blob,
               "--out", os.path.join(self.dir, "no", "such", "a.npy")], 8, "customop: output error"),
+            (["run", SEED, "--ops", PATH, "--input", self.x, "--external", "external=" + blob,
+              "--external", "external=" + blob], 3, "external `external` is given twice"),
             (["ops"], 2, "Usage"),
         ]
         for args, status, message in cases:

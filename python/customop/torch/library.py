@@ -47,9 +47,6 @@ def torch_refusal(sch: Any) -> str | None:
     return None
 
 
-
-
-
 class TorchLibrary:
     """A kernel cdylib's ops, registered with torch: schema from the manifest's schema string,
     a fake (meta) implementation from the shape rules, a CPU implementation that runs the Rust

@@ -37,6 +37,13 @@ def packed_shape(sch: OpSchema, name: str, spec: ResultSpec) -> tuple[int, ...]:
     if not spec.dtype.is_packed:
         return shape
     per = 8 // spec.dtype.bits
+    if shape and not isinstance(shape[-1], int):
+        # A symbolic size (torch.compile, dynamic): a guard, as the real call refuses.
+        import torch
+
+        torch._check(shape[-1] % per == 0, lambda: "%s: output `%s` holds packed %s elements, "
+                     "%d a byte: its last dimension must be a multiple of %d"
+                     % (sch.name, name, spec.dtype.name, per, per))
     if not shape or (isinstance(shape[-1], int) and shape[-1] % per):
         raise SchemaError("%s: output `%s` is %s packed %s elements: torch holds them %d a byte "
                           "along the last dimension, which must be a multiple of %d"

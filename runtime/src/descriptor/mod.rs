@@ -249,14 +249,25 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// Checks a packed descriptor's header and returns its payload.
 /// Checks that `bytes` are a packed descriptor of `layout` as far as its header and length say:
-/// magic, version, fingerprint, payload length (so a copy cut short or run long is refused).
-/// Field values (bools, enums, tails) are checked when a handler unpacks them.
+/// magic, version, fingerprint, payload length, and for a layout of fixed size that size (so a
+/// copy cut short or run long is refused). Field values (bools, enums, tails) are checked when
+/// a handler unpacks them.
 pub fn check_packed(layout: &'static Layout, bytes: &[u8]) -> Result<(), DescriptorError> {
-    check_header(bytes, &layout.name, layout.fingerprint, layout.fixed_size).map(|_| ())
+    check_header(bytes, &layout.name, layout.fingerprint, layout.fixed_size)?;
+    match layout.packed_size {
+        Some(n) if bytes.len() > n => Err(DescriptorError::new(
+            &layout.name,
+            ErrorKind::TooLong {
+                used: n,
+                got: bytes.len(),
+            },
+        )),
+        _ => Ok(()),
+    }
 }
 
+/// Checks a packed descriptor's header and returns its payload.
 fn check_header<'b>(
     bytes: &'b [u8],
     name: &'static str,

@@ -291,7 +291,8 @@ fn register(libtorch: Option<&str>, op: Option<&str>, name: Option<&str>) -> Res
 /// the process has loaded. Ops torch cannot call ([`torch_refusal`]), and on torch 2.9 those
 /// with `str`, descriptor or list attributes (2.9 passes them to no native kernel; the Python
 /// path carries them), are skipped, each named in `message`. Returns the number of ops
-/// registered, or -1 with the reason in `message`. The definitions stay for the process.
+/// registered (those registered by an earlier call count, not registered again), or -1 with
+/// the reason in `message`. The definitions stay for the process.
 ///
 /// # Safety
 /// `libtorch` is NUL-terminated; `message` is null or writable for `cap` bytes; torch is
@@ -323,6 +324,9 @@ pub unsafe extern "C" fn customop_torch_register_all(
 
 fn register_all(libtorch: Option<&str>) -> Result<(usize, Vec<String>), String> {
     let libtorch = libtorch.ok_or("libtorch must be a UTF-8 C string")?;
+    if cfg!(panic = "abort") {
+        return Err("native torch kernels need a cdylib built with panic=unwind".to_string());
+    }
     let api = api(libtorch)?;
     let mut skipped = Vec::new();
     let mut done = 0usize;
@@ -345,8 +349,18 @@ fn register_all(libtorch: Option<&str>) -> Result<(usize, Vec<String>), String> 
             ));
             continue;
         }
-        define(api, schema)?;
-        register(Some(libtorch), Some(&schema.name), Some(&schema.name))?;
+        let registered = registrations()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .libraries
+            .iter()
+            .any(|(n, _)| *n == schema.name);
+        if !registered {
+            // What `register` needs, checked before torch is told of the op.
+            crate::plan::Plan::new(schema)?;
+            define(api, schema)?;
+            register(Some(libtorch), Some(&schema.name), Some(&schema.name))?;
+        }
         done += 1;
     }
     Ok((done, skipped))
@@ -477,7 +491,20 @@ pub(crate) fn torch_refusal(schema: &crate::schema::OpSchema) -> Option<String> 
                 schema.name, p.name
             )
         });
-    dictionary.or_else(|| {
+    let no_tensor = (!schema.params.iter().any(|p| {
+        matches!(
+            p.kind,
+            ParamKind::Tensor { .. } | ParamKind::External { .. }
+        )
+    }))
+    .then(|| {
+        format!(
+            "{}: torch cannot call this op: it takes no tensor, and torch's dispatcher picks a \
+             kernel by its tensors' devices",
+            schema.name
+        )
+    });
+    dictionary.or(no_tensor).or_else(|| {
         schema.params.iter().find_map(|p| match &p.kind {
             ParamKind::Tensor {
                 dtype: TensorDtype::Var { name, allowed },
