@@ -198,10 +198,11 @@ py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_
 py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
 py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
 py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
-# The command line (cli/, built by the workspace's tests) on the seed module the Rust builder
-# emits, and on programs exported from JAX.
-export CUSTOMOP_CLI=${EXAMPLE_BIN[customop]:-}
-[ -x "$CUSTOMOP_CLI" ] || { echo "cargo test --workspace built no customop command" >&2; exit 1; }
+# The command line (cli/; `cargo test` builds only its unit tests) on the seed module the Rust
+# builder emits, and on programs exported from JAX.
+cargo build --locked -q -p customop-cli
+export CUSTOMOP_CLI="$PWD/target/debug/customop"
+[ -x "$CUSTOMOP_CLI" ] || { echo "cargo build -p customop-cli made no customop command" >&2; exit 1; }
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
