@@ -123,7 +123,7 @@ wire_half!(half::f16 => F16, half::bf16 => BF16);
 
 /// The 8-bit floats: their bits, one byte; every bit pattern is a value (NaNs included).
 macro_rules! wire_float8 {
-    ($($t:ident),* $(,)?) => {$(
+    ($(crate::float8::$t:ident),* $(,)?) => {$(
         impl Wire for crate::float8::$t {
             const SIZE: usize = 1;
             const ALIGN: usize = 1;
@@ -147,16 +147,7 @@ macro_rules! wire_float8 {
     )*};
 }
 
-wire_float8!(
-    F8E4M3FN,
-    F8E5M2,
-    F8E4M3,
-    F8E3M4,
-    F8E4M3FNUZ,
-    F8E5M2FNUZ,
-    F8E4M3B11FNUZ,
-    F8E8M0FNU,
-);
+crate::float8::with_float8_types!(wire_float8);
 
 /// `u8`, whose arrays (tags, names, raw bytes) are read with one copy.
 impl Wire for u8 {
