@@ -10,18 +10,19 @@ use super::api::{Api, Tensor};
 use super::attrs::{
     array_attr, carried_as_tensor, latin1_bytes, list_items, string_bytes, tensor_items,
 };
+use super::packed;
+use super::torch_refusal;
 use super::values::{
     Attr, Env, Failure, Owned, contiguous_strides, float_bytes, int_bytes, next_handle, range_text,
     torch_failed,
 };
-use super::{held_as_bytes, torch_refusal};
 use crate::ffi::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
 };
 use crate::ffi::eager::{CallAttr, CallTensor, call_handler};
 use crate::plan::{OutputShape, ParamSlot, Plan, ResultDtype, ResultPlan};
 use crate::registry::HandlerFn;
-use crate::schema::{AttrType, OpSchema, ParamKind, TensorDtype};
+use crate::schema::{AttrType, OpSchema, ParamKind};
 use crate::types::ElementType;
 use core::ffi::c_void;
 use core::ptr::null_mut;
@@ -229,32 +230,8 @@ pub(crate) unsafe fn run(
                         schema.name, p.name, v.dtype
                     )));
                 }
-                if let ParamKind::Tensor { dtype, .. } = &p.kind
-                    && v.element == Some(ElementType::U8)
-                {
-                    // Packed bytes of a sub-byte type, torch's `uint8` (see `torch_shape`): the
-                    // parameter's type, or the one its type parameter allows that torch holds
-                    // as bytes (more than one is refused, `torch_refusal`).
-                    let mut held = match dtype {
-                        TensorDtype::Fixed(e) => core::slice::from_ref(e),
-                        TensorDtype::Var { allowed, .. } => allowed.as_slice(),
-                    }
-                    .iter()
-                    .filter(|e| held_as_bytes(**e));
-                    if let (Some(e), None) = (held.next(), held.next()) {
-                        v.element = Some(*e);
-                    }
-                }
-                if let Some(e) = v.element.filter(|e| e.is_packed()) {
-                    v.dims = logical_shape(e, &v.dims).ok_or_else(|| {
-                        Failure::Schema(format!(
-                            "{}: operand `{}` holds packed {e} elements, {} a byte along its \
-                             last dimension, so it cannot be a scalar",
-                            schema.name,
-                            p.name,
-                            8 / e.bits()
-                        ))
-                    })?;
+                if let ParamKind::Tensor { dtype, .. } = &p.kind {
+                    packed::operand(schema, &p.name, dtype, &mut v.element, &mut v.dims)?;
                 }
                 operands.push(v);
             }
@@ -409,16 +386,7 @@ pub(crate) unsafe fn run(
                 )
             }
         };
-        let stored = torch_shape(element, &shape).ok_or_else(|| {
-            Failure::Schema(format!(
-                "{}: output `{}` is {shape:?} packed {element} elements: torch holds them {} a \
-                 byte along the last dimension, which must be a multiple of {}",
-                schema.name,
-                r.name,
-                8 / element.bits(),
-                8 / element.bits()
-            ))
-        })?;
+        let stored = packed::stored_shape(schema, &r.name, element, &shape)?;
         let strides = contiguous_strides(&stored);
         let rank = i64::try_from(stored.len()).unwrap_or(0);
         let mut out = null_mut();
@@ -523,33 +491,4 @@ pub(crate) unsafe fn run(
         }
     }
     Ok(())
-}
-
-/// The logical shape of a tensor of packed sub-byte elements `e` that torch holds as `dims`:
-/// `8 / bits` elements a byte along the last dimension, low bits first, as XLA packs them
-/// (`uint8` bytes for the integer types, `float4_e2m1fn_x2` pairs, or bytes, for `f4E2M1FN`).
-/// `None` for a scalar, whose bytes have no last dimension to hold them.
-fn logical_shape(e: ElementType, dims: &[i64]) -> Option<Vec<i64>> {
-    let per = i64::from(8 / e.bits());
-    let (last, lead) = dims.split_last()?;
-    let mut out = lead.to_vec();
-    out.push(last.checked_mul(per)?);
-    Some(out)
-}
-
-/// The shape torch holds a tensor of element `e` and logical shape `dims` in: `dims` itself,
-/// or for a packed sub-byte type the last dimension divided by the elements a byte holds
-/// (`None` when it is not a multiple, or the tensor is a scalar).
-pub(super) fn torch_shape(e: ElementType, dims: &[i64]) -> Option<Vec<i64>> {
-    if !e.is_packed() {
-        return Some(dims.to_vec());
-    }
-    let per = i64::from(8 / e.bits());
-    let (last, lead) = dims.split_last()?;
-    if last % per != 0 {
-        return None;
-    }
-    let mut out = lead.to_vec();
-    out.push(last / per);
-    Some(out)
 }
