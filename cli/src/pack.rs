@@ -223,33 +223,24 @@ impl Writer<'_> {
                     self.fail(path, format!("expected an integer ({kind}), got {v}"))
                 })?;
                 let range = || self.fail(path, format!("{n} is out of range for {kind}"));
+                // Its little-endian bytes as integer type `$t`, or out of range.
+                macro_rules! le {
+                    ($t:ty) => {
+                        <$t>::try_from(n)
+                            .map_err(|_| range())?
+                            .to_le_bytes()
+                            .to_vec()
+                    };
+                }
                 let bytes: Vec<u8> = match kind {
-                    "i8" => i8::try_from(n).map_err(|_| range())?.to_le_bytes().to_vec(),
-                    "i16" => i16::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
-                    "i32" => i32::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
-                    "i64" => i64::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
-                    "u8" => u8::try_from(n).map_err(|_| range())?.to_le_bytes().to_vec(),
-                    "u16" => u16::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
-                    "u32" => u32::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
-                    _ => u64::try_from(n)
-                        .map_err(|_| range())?
-                        .to_le_bytes()
-                        .to_vec(),
+                    "i8" => le!(i8),
+                    "i16" => le!(i16),
+                    "i32" => le!(i32),
+                    "i64" => le!(i64),
+                    "u8" => le!(u8),
+                    "u16" => le!(u16),
+                    "u32" => le!(u32),
+                    _ => le!(u64),
                 };
                 put(buf, &bytes)
             }
