@@ -49,7 +49,8 @@ class ElementType:
     """A tensor element type: `name` is its MLIR spelling (`f32`, `i1`, `ui8`), as schemas
     write it; `xla_code` its `XLA_FFI_DataType`; `numpy` the numpy dtype name (`bfloat16` and
     the fp8 names are ml_dtypes'; `numpy_dtype` resolves them); `kind` one of bool, signed,
-    unsigned, float, complex."""
+    unsigned, float, complex; `differentiable` whether a tensor of it has a derivative (Rust's
+`ElementType::is_differentiable`)."""
 
     name: str
     xla_code: int
@@ -57,6 +58,7 @@ class ElementType:
     byte_size: int
     kind: ElementKind
     bits: int = 0
+    differentiable: bool = False
 
     @property
     def is_packed(self) -> bool:
@@ -97,7 +99,8 @@ class ElementType:
                            int(json_field(j, "xla_code", "element type")),
                            str(json_field(j, "numpy", "element type")),
                            int(json_field(j, "byte_size", "element type")), kind,
-                           int(j.get("bits", 8 * int(json_field(j, "byte_size", "element type")))))
+                           int(j.get("bits", 8 * int(json_field(j, "byte_size", "element type")))),
+                           bool(json_field(j, "differentiable", "element type")))
 
 
 class ElementTypes(Mapping[str, ElementType]):

@@ -16,13 +16,12 @@ kinds come from the manifest's `element_types`, which the runtime writes from it
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import shape
+from .differentiation import Derivatives
 from .elements import BYTES, PRED, ElementKind, ElementType, ElementTypes, numpy_dtype
 from .layout import (ArrayType, EnumType, EnumVariant, Field, FieldType, Json, Layout,
                      ManifestError, PrimType, StringType, StructType, VecType, json_field)
@@ -40,7 +39,8 @@ __all__ = [
     "Param",
     "ConstDim", "DimOf", "ShapeOf", "DimsOf", "ExprDim", "DimRule",
     "TensorResult", "OpaqueResult", "UpdatedExternal", "UpdatedTensor", "UPDATED", "Result",
-    "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "OpSchema", "OpEntry", "Manifest",
+    "FactorDims", "PartitionRule", "VjpInput", "Vjp", "Jvp", "Derivatives", "OpSchema", "OpEntry",
+    "Manifest",
 ]
 
 
@@ -137,6 +137,8 @@ class OpSchema:
     partition: PartitionRule | None
     vjp: Vjp | None = None
     jvp: Jvp | None = None
+    # Which inputs and results have a derivative, at which types (Rust's decision).
+    derivatives: Derivatives = Derivatives({}, {})
 
     @property
     def operands(self) -> tuple[TensorParam | ExternalParam, ...]:
@@ -256,9 +258,15 @@ class OpSchema:
                                       entries("results"))
         vjp = _rule(Vjp, j, "vjp", "gradients", name)
         jvp = _rule(Jvp, j, "jvp", "tangents", name)
+        if "derivatives" not in j:
+            raise ManifestError(
+                "%s: the schema has no `derivatives` (which inputs and outputs have one): the "
+                "cdylib was built with a customop older than this Python package; rebuild it"
+                % name)
+        derivatives = Derivatives.from_json(j["derivatives"], types, name)
         return OpSchema(name, str(json_field(j, "target", name)), int(json_field(j, "api_version", name)),
                         bool(json_field(j, "side_effect", name)), tuple(params), tuple(results),
-                        partition, vjp, jvp)
+                        partition, vjp, jvp, derivatives)
 
 
 def _rule(cls: Any, j: Json, key: str, outputs: str, name: str) -> Any:

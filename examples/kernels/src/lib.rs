@@ -13,6 +13,8 @@
 //!   panics;
 //! - `generic`: one op for several element types (`dtypes`) with declared derivatives;
 //! - `derivatives`: second derivatives and tangent ops (`vjp`, `jvp` of backward ops);
+//! - `differentiability`: inputs and outputs without a derivative (an integer type parameter,
+//!   complex, fp8), which JAX and torch refuse to differentiate through, by name;
 //! - `dtypes`: complex, the eight fp8 types, bf16, f16;
 //! - `low_bit`: packed sub-byte tensors (`i4`, `ui4`, `i2`, `ui2`, `f4E2M1FN`);
 //! - `quant`: an `i4` weight-only quantized matrix product over the pool;
@@ -27,6 +29,7 @@ pub use customop_example_kernel_lib::affine;
 pub mod any_rank;
 pub mod attributes;
 pub mod derivatives;
+pub mod differentiability;
 pub mod dtypes;
 pub mod externals;
 pub mod generic;

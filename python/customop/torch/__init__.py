@@ -55,13 +55,13 @@ from __future__ import annotations
 import os
 
 from ..eager import KernelError
-from .autograd import NoForwardRuleError, NoGradientError
+from .autograd import NoForwardRuleError, NoGradientError, NotDifferentiableError
 from .exporter import Exported, ExportError, External, TorchXlaUnavailable, export
 from .library import TorchLibrary
 from .native import NATIVE_TORCH, NativeUnavailable, native_unsupported_reason
 
 __all__ = ["load", "export", "TorchLibrary", "Exported", "External", "KernelError",
-           "ExportError", "TorchXlaUnavailable", "NoGradientError", "NoForwardRuleError",
+           "ExportError", "TorchXlaUnavailable", "NoGradientError", "NoForwardRuleError", "NotDifferentiableError",
            "NativeUnavailable", "NATIVE_TORCH", "native_unsupported_reason"]
 
 _LOADED: dict[str, TorchLibrary] = {}

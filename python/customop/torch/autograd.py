@@ -17,10 +17,12 @@ from torch.autograd import forward_ad as _forward_ad
 _peek_interpreter = torch._C._functorch.peek_interpreter_stack
 _is_compiling = torch.compiler.is_compiling
 
+from ..differentiation import NotDifferentiableError, input_refusal, output_refusal
+from ..elements import ElementTypes
 from ..manifest import OpSchema
 from .native import reraise
 
-__all__ = ["NoGradientError", "NoForwardRuleError", "autograd_kernel"]
+__all__ = ["NoGradientError", "NoForwardRuleError", "NotDifferentiableError", "autograd_kernel"]
 
 
 # The torch.func interpreters set aside while an op's autograd.Function applies (`apply` in
@@ -81,20 +83,38 @@ def _no_gradient_message(op: str) -> str:
             "gradient needs to flow through it." % op)
 
 
-@torch.library.custom_op("customop::no_gradient", mutates_args=())
-def _no_gradient(grad: torch.Tensor, shape: list[int], op: str) -> torch.Tensor:
-    """What backward through a customop op computes: an error. An op, not a Python `raise` in
+_REFUSALS = {"no_gradient": NoGradientError, "not_differentiable": NotDifferentiableError}
+
+
+@torch.library.custom_op("customop::refuse_gradient", mutates_args=())
+def _refuse_gradient(grad: torch.Tensor, shape: list[int], kind: str,
+                     message: str) -> torch.Tensor:
+    """What backward computes where customop cannot give a gradient: an error (`kind` names
+    its class, `NoGradientError` or `NotDifferentiableError`). An op, not a Python `raise` in
     the autograd node, so that torch.compile (which traces the backward ahead of time) compiles
     it into the backward graph, and only running that backward raises."""
-    raise NoGradientError(_no_gradient_message(op))
+    raise _REFUSALS[kind](message)
 
 
-@_no_gradient.register_fake
-def _(grad: torch.Tensor, shape: list[int], op: str) -> torch.Tensor:
+@_refuse_gradient.register_fake
+def _(grad: torch.Tensor, shape: list[int], kind: str, message: str) -> torch.Tensor:
     return grad.new_empty(shape)
 
 
-def autograd_kernel(op: Any, sch: OpSchema) -> Any:
+def _numpy_name(t: torch.Tensor) -> str:
+    """The numpy (or ml_dtypes) name of a tensor's dtype (`float32`, `bfloat16`)."""
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _inexact(t: Any) -> bool:
+    """Whether torch gives a tensor of this dtype a gradient (floating and complex types)."""
+    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+
+
+_STOP = "x.detach(), or under torch.no_grad()"
+
+
+def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
     """The op's autograd kernel: the op runs below autograd as usual, and when an input needs a
     gradient its outputs are tied to a node whose backward runs the op's declared backward op
     (`vjp = ...`, with the forward inputs, attributes and outputs it names as residuals, saved
@@ -110,6 +130,21 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
     name = sch.name
     vjp = sch.vjp
     jvp = sch.jvp
+    derivatives = sch.derivatives
+    operands = [o.name for o in sch.operands]
+    results = [r.name for r in sch.results]
+
+    def input_without(i: int, a: Any) -> str | None:
+        """Why operand `i` (`a`, which carries a derivative) has none, or None."""
+        if not _inexact(a) or derivatives.input_has(operands[i], _numpy_name(a)):
+            return None
+        return input_refusal(sch, types, operands[i], _numpy_name(a), _STOP)
+
+    def output_without(i: int, o: Any) -> str | None:
+        """Why output `i` (`o`) has no derivative, or None."""
+        if not _inexact(o) or derivatives.output_has(results[i], _numpy_name(o)):
+            return None
+        return output_refusal(sch, types, results[i], _numpy_name(o))
 
     # Looked up once: every eager call in grad mode runs this kernel.
     redispatch, below, after_autograd = (op.redispatch, torch._C._AutoDispatchBelowAutograd,
@@ -155,6 +190,10 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         level = _dual_level()
         unpacked = [_forward_ad.unpack_dual(a, level=level) if isinstance(a, torch.Tensor)
                     else None for a in args]
+        for i, u in enumerate(unpacked):
+            why = input_without(i, u.primal) if u is not None and u.tangent is not None else None
+            if why is not None:
+                raise NotDifferentiableError(why)
         primals = [u.primal if u is not None else a for u, a in zip(unpacked, args)]
         tangents = [(u.tangent if u.tangent is not None else torch.zeros_like(u.primal))
                     if u is not None else None for u in unpacked]
@@ -165,8 +204,15 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         targs, tattrs = jvp.tangent_arguments(sch, primals, outs, tangents, kwargs)
         got = tangent_op(*targs, **tattrs)
         got = list(got) if isinstance(got, tuple) else [got]
+        out_tangents = jvp.output_tangents(sch, got)
+        for i, (o, t) in enumerate(zip(outs, out_tangents)):
+            # An output of a floating type the tangent op gives no tangent of: refused, where
+            # torch would take it as a zero.
+            why = output_without(i, o) if t is None else None
+            if why is not None:
+                raise NotDifferentiableError(why)
         duals = [_forward_ad.make_dual(o, t, level=level) if t is not None else o
-                 for o, t in zip(outs, jvp.output_tangents(sch, got))]
+                 for o, t in zip(outs, out_tangents)]
         return duals[0] if len(duals) == 1 else tuple(duals)
 
     class NoGradient(torch.autograd.Function):
@@ -181,7 +227,9 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             grad = next(g for g in grads if g is not None)
-            return (None, None, *[_no_gradient(grad, shape, name) if needed else None
+            message = _no_gradient_message(name)
+            return (None, None, *[_refuse_gradient(grad, shape, "no_gradient", message)
+                                  if needed else None
                                   for shape, needed in zip(ctx.shapes, ctx.needs_input_grad[2:])])
 
         jvp = staticmethod(no_forward_rule)
@@ -193,6 +241,13 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
             outs = list(output) if isinstance(output, tuple) else [output]
             ctx.kwargs = dict(kwargs)
             ctx.n_args = len(args)
+            # Operands asked a gradient they have none of, outputs with no cotangent in the
+            # backward: refused in backward (where the gradient is asked), by name.
+            ctx.refused_inputs = [input_without(i, a) for i, a in enumerate(args)]
+            ctx.refused_outputs = [output_without(i, o) for i, o in enumerate(outs)]
+            # A gradient autograd did not materialise is None: an output the result does not
+            # depend on, told apart from one that carries a gradient.
+            ctx.set_materialize_grads(False)
             # The residuals: every operand and output (the backward op reads those it names).
             ctx.save_for_backward(*args, *outs)
             return output
@@ -200,6 +255,15 @@ def autograd_kernel(op: Any, sch: OpSchema) -> Any:
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             assert vjp is not None
+            needed = ctx.needs_input_grad[2:]
+            grad = next(g for g in grads if g is not None)
+            why = next((w for w, g in zip(ctx.refused_outputs, grads) if w and g is not None),
+                       None) or next((w for w, n in zip(ctx.refused_inputs, needed) if w and n),
+                                     None)
+            if why is not None:
+                shapes = [list(a.shape) for a in ctx.saved_tensors[:ctx.n_args]]
+                return (None, None, *[_refuse_gradient(grad, shape, "not_differentiable", why)
+                                      if n else None for shape, n in zip(shapes, needed)])
             # Looked up here: the backward op may be defined after the forward.
             ns, _, short = vjp.op.partition("::")
             backward_op = getattr(getattr(torch.ops, ns), short).default

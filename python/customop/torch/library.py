@@ -200,7 +200,8 @@ class TorchLibrary:
                 torch.library.register_fake(sch.name, fake, lib=frag)
         frag.impl(name, xla, "XLA")
         packet = getattr(getattr(torch.ops, ns), name)
-        frag.impl(name, autograd_kernel(packet.default, sch), "Autograd", with_keyset=True)
+        frag.impl(name, autograd_kernel(packet.default, sch, self.library.manifest.element_types),
+                  "Autograd", with_keyset=True)
         torch.library.register_vmap(sch.name, vmap_rule(sch, packet.default), lib=frag)
         if sch.side_effect:
             # Keeps an op whose result is unused in torch.export's graph, so that `export` can

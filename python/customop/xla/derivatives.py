@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..differentiation import NotDifferentiableError, input_refusal, output_refusal
 from ..library import KernelLibrary
 from ..manifest import OpSchema
 
-__all__ = ["NoGradientError", "NoForwardRuleError", "tangent_primitive", "with_derivatives"]
+__all__ = ["NoGradientError", "NoForwardRuleError", "NotDifferentiableError", "tangent_primitive",
+           "with_derivatives", "refuse_perturbed", "refuse_used"]
 
 
 class NoGradientError(TypeError):
@@ -40,13 +42,43 @@ class NoForwardRuleError(TypeError):
     declares no tangent op."""
 
 
-_DIFFERENTIABLE = ("float16", "bfloat16", "float32", "float64")
+def _inexact(dtype: Any) -> bool:
+    """Whether JAX gives values of `dtype` a tangent of their own type (floating and complex
+    types, the fp8 ones included); integers and bools get `float0`, which carries nothing."""
+    import jax.numpy as jnp
+
+    return bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
-def _differentiable_dtype(dtype: Any) -> bool:
+def _dtype_name(dtype: Any) -> str:
     import numpy as np
 
-    return np.dtype(dtype).name in _DIFFERENTIABLE
+    return np.dtype(dtype).name
+
+
+_STOP = "jax.lax.stop_gradient"
+
+
+def refuse_perturbed(lib: KernelLibrary, sch: OpSchema, operands: list[Any],
+                     perturbed: list[bool]) -> None:
+    """Raises `NotDifferentiableError` for the first operand of a call that carries a tangent
+    (`perturbed`) but has no derivative at its type (Rust's `derivatives`)."""
+    names = [o.name for o in sch.operands]
+    for name, a, moved in zip(names, operands, perturbed):
+        dtype = _dtype_name(a.dtype)
+        if moved and _inexact(a.dtype) and not sch.derivatives.input_has(name, dtype):
+            raise NotDifferentiableError(
+                input_refusal(sch, lib.manifest.element_types, name, dtype, _STOP))
+
+
+def refuse_used(lib: KernelLibrary, sch: OpSchema, outs: list[Any], used: list[bool]) -> None:
+    """Raises `NotDifferentiableError` for the first output whose cotangent is used
+    (`used`) but has no derivative at its type."""
+    for r, o, u in zip(sch.results, outs, used):
+        dtype = _dtype_name(o.dtype)
+        if u and _inexact(o.dtype) and not sch.derivatives.output_has(r.name, dtype):
+            raise NotDifferentiableError(
+                output_refusal(sch, lib.manifest.element_types, r.name, dtype))
 
 
 class _Static:
@@ -85,14 +117,16 @@ def tangent_primitive() -> Any:
                 list(args[n_primals + n_outs:]))
 
     def abstract_eval(*avals: Any, n_primals: int, n_outs: int, diff_out: tuple[int, ...],
-                      **_: Any) -> list[Any]:
+                      undefined_out: tuple[int, ...], **_: Any) -> list[Any]:
         # Each output tangent is typed as its output (shape, dtype, manual axes), batch
-        # dimensions included.
-        return [avals[n_primals + i] for i in diff_out]
+        # dimensions included: those the rules give, then those they cannot (which refuse
+        # when used).
+        return [avals[n_primals + i] for i in (*diff_out, *undefined_out)]
 
     def evaluate(*args: Any, lib: _Static, op: str, attrs: _Static, again: _Static,
                  n_primals: int, n_outs: int, diff_in: tuple[int, ...],
-                 diff_out: tuple[int, ...], batch: int) -> list[Any]:
+                 diff_out: tuple[int, ...], undefined_out: tuple[int, ...],
+                 batch: int) -> list[Any]:
         """Forward mode: the declared tangent op, per element of `batch` leading dims."""
         sch = lib.value.op(op).schema
         jvp = sch.jvp
@@ -103,6 +137,8 @@ def tangent_primitive() -> Any:
                 "linearize) cannot go through it. Differentiate it in reverse mode (jax.grad, "
                 "jacrev; a Hessian as jacrev(jacrev(f))) with its declared `vjp`, or declare a "
                 "`jvp`." % op)
+        outs = list(args[n_primals:n_primals + n_outs])
+        refuse_used(lib.value, sch, outs, [i in undefined_out for i in range(n_outs)])
 
         def one(primals: list[Any], outs: list[Any], tans: list[Any]) -> list[Any]:
             per_operand: list[Any] = [None] * len(primals)
@@ -120,7 +156,8 @@ def tangent_primitive() -> Any:
 
     def transpose(cts: Any, *args: Any, lib: _Static, op: str, attrs: _Static, again: _Static,
                   n_primals: int, n_outs: int, diff_in: tuple[int, ...],
-                  diff_out: tuple[int, ...], batch: int) -> list[Any]:
+                  diff_out: tuple[int, ...], undefined_out: tuple[int, ...],
+                  batch: int) -> list[Any]:
         """Reverse mode: the declared backward op on the cotangents of the output tangents."""
         import jax.numpy as jnp
 
@@ -131,6 +168,12 @@ def tangent_primitive() -> Any:
                 "%s has no gradient: it declares no backward op (`#[custom_op(vjp = ...)]`), "
                 "so jax.grad cannot go through it. Apply jax.lax.stop_gradient to its inputs "
                 "when no gradient needs to flow through it." % op)
+        cts = list(cts)
+        # A cotangent that reaches an output the backward takes none of: refused, not dropped.
+        used = {i for i, ct in zip(undefined_out, cts[len(diff_out):]) if type(ct) is not ad.Zero}
+        refuse_used(lib.value, sch, list(args[n_primals:n_primals + n_outs]),
+                    [i in used for i in range(n_outs)])
+        cts = cts[:len(diff_out)]
         primals, outs, tans = split(args, n_primals, n_outs)
         cts = [jnp.zeros(outs[i].shape, outs[i].dtype) if type(c) is ad.Zero else c
                for c, i in zip(cts, diff_out)]
@@ -180,25 +223,53 @@ def with_derivatives(lib: KernelLibrary, sch: OpSchema, attrs: dict[str, Any], f
     is the `customop_tangent` primitive. `differentiable(lib, name, attrs)` makes any op such a
     function: the rules call the tangent and backward ops through it."""
     import jax
-    import numpy as np
+    from jax.custom_derivatives import SymbolicZero
 
     f = jax.custom_jvp(forward)
     p = tangent_primitive()
     lib_p, attrs_p, again = _Static(lib), _Static(attrs), _Static(differentiable)
 
-    @f.defjvp
+    derivatives = sch.derivatives
+    operands = [o.name for o in sch.operands]
+    results = [r.name for r in sch.results]
+
     def rule(primals: Any, tangents: Any) -> Any:
+        """The tangent of a call, from the inputs JAX perturbs (a tangent that is not a
+        symbolic zero): each must have a derivative at its type (Rust's `derivatives`), or the
+        call is refused by name; the outputs' tangents come from the tangent primitive, those
+        of outputs without a derivative refusing when used."""
         out = f(*primals)
         outs = _results(out)
-        diff_in = tuple(i for i, a in enumerate(primals) if _differentiable_dtype(a.dtype))
-        diff_out = tuple(i for i, o in enumerate(outs) if _differentiable_dtype(o.dtype))
-        got = p.bind(*primals, *outs, *(tangents[i] for i in diff_in), lib=lib_p, op=sch.name,
-                     attrs=attrs_p, again=again, n_primals=len(primals), n_outs=len(outs),
-                     diff_in=diff_in, diff_out=diff_out, batch=0) if diff_in and diff_out else []
-        by_result = dict(zip(diff_out, got))
-        t_outs = [by_result[i] if i in by_result else
-                  np.zeros(o.shape, jax.dtypes.float0) if not _differentiable_dtype(o.dtype)
-                  else jax.numpy.zeros_like(o) for i, o in enumerate(outs)]
+        dtypes = [_dtype_name(a.dtype) for a in primals]
+        perturbed = [type(t) is not SymbolicZero and _inexact(a.dtype)
+                     for a, t in zip(primals, tangents)]
+        if sch.vjp is not None or sch.jvp is not None:
+            refuse_perturbed(lib, sch, list(primals), perturbed)
+            # Every input with a derivative takes part (the rules take each one's tangent), a
+            # symbolic zero as a zero.
+            diff_in = tuple(i for i in range(len(primals))
+                            if derivatives.input_has(operands[i], dtypes[i]))
+        else:
+            # An op with no rule at all: the tangent primitive, linear in what is perturbed,
+            # refuses it as such when transposed (NoGradientError) or evaluated
+            # (NoForwardRuleError).
+            diff_in = tuple(i for i, moved in enumerate(perturbed) if moved)
+        diff_out = tuple(i for i, o in enumerate(outs)
+                         if derivatives.output_has(results[i], _dtype_name(o.dtype)))
+        undefined_out = tuple(i for i, o in enumerate(outs)
+                              if i not in diff_out and _inexact(o.dtype))
+        by_result: dict[int, Any] = {}
+        if any(perturbed) and (diff_out or undefined_out):
+            tans = [jax.numpy.zeros(primals[i].shape, primals[i].dtype)
+                    if type(tangents[i]) is SymbolicZero else tangents[i] for i in diff_in]
+            got = p.bind(*primals, *outs, *tans, lib=lib_p, op=sch.name, attrs=attrs_p,
+                         again=again, n_primals=len(primals), n_outs=len(outs),
+                         diff_in=diff_in, diff_out=diff_out, undefined_out=undefined_out,
+                         batch=0)
+            by_result = dict(zip((*diff_out, *undefined_out), got))
+        t_outs = [by_result[i] if i in by_result else SymbolicZero.from_primal_value(o)
+                  for i, o in enumerate(outs)]
         return out, (type(out)(t_outs) if isinstance(out, (list, tuple)) else t_outs[0])
 
+    f.defjvp(rule, symbolic_zeros=True)
     return f

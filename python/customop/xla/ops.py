@@ -36,9 +36,11 @@ from ..batching import batching_rule
 from ..library import KernelLibrary
 from ..manifest import ExternalParam, TensorParam, UpdatedTensor
 from ..schema import checked_attrs, operand_names, result_specs
-from .derivatives import NoForwardRuleError, NoGradientError, tangent_primitive, with_derivatives
+from .derivatives import (NoForwardRuleError, NoGradientError, NotDifferentiableError,
+                          refuse_perturbed, refuse_used, tangent_primitive, with_derivatives)
 
-__all__ = ["Ops", "Op", "NoGradientError", "NoForwardRuleError", "batching_rule", "call_op"]
+__all__ = ["Ops", "Op", "NoGradientError", "NoForwardRuleError", "NotDifferentiableError",
+           "batching_rule", "call_op"]
 
 
 
@@ -192,9 +194,14 @@ def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any
     forward = _batched(lib, name, attrs)
     if not sch.side_effect:
         return with_derivatives(lib, sch, attrs, forward, _differentiable)
+    from jax.custom_derivatives import SymbolicZero
+
     f = jax.custom_vjp(forward)
 
-    def fwd(*operands: Any) -> Any:
+    def fwd(*primals: Any) -> Any:
+        # Which operands carry a tangent (symbolic zeros): each must have a derivative.
+        operands = tuple(p.value for p in primals)
+        refuse_perturbed(lib, sch, list(operands), [p.perturbed for p in primals])
         # The op itself, not its bare forward: under an outer derivative (grad of grad), JAX
         # differentiates this function too, through the op's own rule.
         out = f(*operands)
@@ -202,20 +209,23 @@ def _differentiable(lib: KernelLibrary, name: str, attrs: dict[str, Any]) -> Any
 
     def bwd(res: Any, cts: Any) -> Any:
         operands, out = res
+        outs, cts = _results(out), _results(cts)
         vjp = sch.vjp
         if vjp is None:
             raise NoGradientError(
                 "%s has no gradient: it declares no backward op (`#[custom_op(vjp = ...)]`), so "
                 "jax.grad cannot go through it. Apply jax.lax.stop_gradient to its inputs when "
                 "no gradient needs to flow through it." % name)
-        args, battrs = vjp.backward_arguments(sch, operands, _results(out), _results(cts),
-                                              attrs)
+        refuse_used(lib, sch, outs, [type(c) is not SymbolicZero for c in cts])
+        cts = [jax.numpy.zeros(o.shape, o.dtype) if type(c) is SymbolicZero else c
+               for c, o in zip(cts, outs)]
+        args, battrs = vjp.backward_arguments(sch, operands, outs, cts, attrs)
         # The backward op differentiable in turn (by its own declared backward, or refusing
         # by name): grad of grad and Hessians in reverse mode go through it.
         grads = _results(_differentiable(lib, vjp.op, battrs)(*args))
         return tuple(vjp.input_gradients(sch, grads))
 
-    f.defvjp(fwd, bwd)
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
     return f
 
 

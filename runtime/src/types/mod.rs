@@ -233,6 +233,17 @@ impl ElementType {
         )
     }
 
+    /// Whether a tensor of this type has a derivative (a gradient, a tangent): `f16`, `bf16`,
+    /// `f32` and `f64`. The one rule every layer applies: the compile-time check of a declared
+    /// backward or tangent op, the manifest's `derivatives` (what JAX and torch read), and so
+    /// the front ends' refusals. The 8- and 4-bit floats and the complex types have none.
+    pub const fn is_differentiable(self) -> bool {
+        matches!(
+            self,
+            ElementType::F16 | ElementType::BF16 | ElementType::F32 | ElementType::F64
+        )
+    }
+
     /// The number of bits of one element: 4 and 2 for the packed types, else 8 times the
     /// byte size.
     pub const fn bits(self) -> u32 {
@@ -411,6 +422,7 @@ impl ElementType {
                     "byte_size": t.byte_size(),
                     "bits": t.bits(),
                     "kind": t.kind_name(),
+                    "differentiable": t.is_differentiable(),
                 })
             })
             .collect()

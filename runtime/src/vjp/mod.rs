@@ -183,29 +183,28 @@ const fn same_tensor(a: ParamSig, b: ParamSig) -> bool {
     ranks && same_dtype(a.dtype, b.dtype)
 }
 
-const fn differentiable_type(t: ElementType) -> bool {
-    matches!(
-        t,
-        ElementType::F16 | ElementType::BF16 | ElementType::F32 | ElementType::F64
-    )
+/// Whether a tensor that may be any of `allowed` (one fixed type, or a type parameter's list)
+/// gets a derivative: every one of them has one ([`ElementType::is_differentiable`]). A type
+/// parameter that also allows an integer type has none at any instance, so that one backward
+/// op serves every instance: its `d_x` would have no type at `i32`.
+pub const fn differentiable_types(allowed: &[ElementType]) -> bool {
+    let mut i = 0;
+    while i < allowed.len() {
+        if !allowed[i].is_differentiable() {
+            return false;
+        }
+        i += 1;
+    }
+    !allowed.is_empty()
 }
 
 /// Whether a tensor of this type gets a gradient: `f16`, `bf16`, `f32`, `f64`, or a type
-/// parameter allowing only those.
+/// parameter allowing only those ([`differentiable_types`]).
 pub const fn differentiable(d: SigDtype) -> bool {
     match d {
         SigDtype::None => false,
-        SigDtype::Fixed(t) => differentiable_type(t),
-        SigDtype::Var(_, allowed) => {
-            let mut i = 0;
-            while i < allowed.len() {
-                if !differentiable_type(allowed[i]) {
-                    return false;
-                }
-                i += 1;
-            }
-            !allowed.is_empty()
-        }
+        SigDtype::Fixed(t) => differentiable_types(&[t]),
+        SigDtype::Var(_, allowed) => differentiable_types(allowed),
     }
 }
 
