@@ -18,7 +18,6 @@ use std::process::ExitCode;
 
 mod npy;
 mod ops;
-mod pack;
 mod plugin;
 mod run;
 

@@ -7,7 +7,10 @@ use std::path::Path;
 /// The manifest of kernel library `path` (loading it).
 pub fn manifest(path: &Path) -> Result<Value, Failure> {
     if !path.is_file() {
-        return Err(Failure::Input(format!("{}: no such file", path.display())));
+        return Err(Failure::Library(format!(
+            "{}: no such file",
+            path.display()
+        )));
     }
     // SAFETY: the user names a customop kernel library; loading it runs its initialisers,
     // as `customop run` and every host that calls its ops do. A library without the

@@ -4,7 +4,8 @@
 //! descriptor's layout, outputs printed or written to `.npy`/`.npz`.
 
 use crate::npy::{self, Array};
-use crate::{Failure, ops, pack};
+use crate::{Failure, ops};
+use customop::descriptor::{Layout, pack_value};
 use customop::pjrt::{Client, HostTensor, Param, Program, RunError};
 use customop::{ElementType, TensorType};
 use serde_json::Value;
@@ -93,16 +94,43 @@ fn layout<'m>(manifests: &'m [Value], name: &str) -> Option<&'m Value> {
         .find(|d| d["name"] == name)
 }
 
-/// A JSON or TOML file's value (by its extension; JSON otherwise).
-fn value_of(path: &Path) -> Result<Value, Failure> {
+/// A JSON or TOML file's value (by its extension; JSON otherwise), as the descriptor packer
+/// takes it ([`customop::descriptor::pack_value`]).
+pub fn value_of(path: &Path) -> Result<Value, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
     let toml = path.extension().is_some_and(|x| x == "toml");
+    let fail = |e: String| Failure::Input(format!("{}: {e}", path.display()));
     if toml {
-        toml::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))
+        let table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
+        from_toml(toml::Value::Table(table)).map_err(fail)
     } else {
-        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))
+        serde_json::from_str(&text).map_err(|e| fail(e.to_string()))
     }
+}
+
+/// A TOML value as the packer's JSON: its floats JSON has no literal for (`inf`, `nan`, which
+/// TOML writes) as the strings `"inf"`, `"-inf"`, `"nan"` the packer reads.
+fn from_toml(v: toml::Value) -> Result<Value, String> {
+    Ok(match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(x) if x.is_nan() => Value::from("nan"),
+        toml::Value::Float(x) if x.is_infinite() => {
+            Value::from(if x > 0.0 { "inf" } else { "-inf" })
+        }
+        toml::Value::Float(x) => Value::from(x),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => return Err(format!("a date ({d}) is no descriptor value")),
+        toml::Value::Array(a) => {
+            Value::Array(a.into_iter().map(from_toml).collect::<Result<_, _>>()?)
+        }
+        toml::Value::Table(t) => Value::Object(
+            t.into_iter()
+                .map(|(k, v)| Ok((k, from_toml(v)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+    })
 }
 
 /// The host tensor of argument `p` from `.npy` array `a` (read from `what`), checked.
@@ -138,22 +166,45 @@ fn arguments(
                     .into(),
             ));
         }
-        return r
-            .inputs
-            .iter()
-            .map(|i| {
-                let (name, file) = named(i);
-                if name.is_some() {
-                    return Err(Failure::Input(format!(
-                        "--input {i}: bytecode and `jax.export` serializations take their \
-                         inputs in order (no signature to place an argument by its position)"
-                    )));
+        // Each input at its position `N=`, the others in order into the first free ones; the
+        // arguments are those given, without a gap (their types are the `.npy`s').
+        let mut slots: Vec<Option<HostTensor>> = Vec::new();
+        let mut next = 0;
+        for i in &r.inputs {
+            let (name, file) = named(i);
+            let k = match name {
+                Some(n) => n.parse::<usize>().map_err(|_| {
+                    Failure::Input(format!("--input {i}: `{n}` is not an argument's position"))
+                })?,
+                None => {
+                    while slots.get(next).is_some_and(Option::is_some) {
+                        next += 1;
+                    }
+                    next
                 }
-                let a = npy::read(Path::new(file)).map_err(Failure::Input)?;
-                let ty = TensorType::new(a.element, a.shape.clone())
-                    .map_err(|e| Failure::Input(format!("{file}: {}", e.message)))?;
-                HostTensor::from_bytes(ty, a.data)
-                    .map_err(|e| Failure::Input(format!("{file}: {e}")))
+            };
+            if slots.len() <= k {
+                slots.resize(k + 1, None);
+            }
+            if slots[k].is_some() {
+                return Err(Failure::Input(format!("argument {k} is given twice")));
+            }
+            let a = npy::read(Path::new(file)).map_err(Failure::Input)?;
+            let ty = TensorType::new(a.element, a.shape.clone())
+                .map_err(|e| Failure::Input(format!("{file}: {}", e.message)))?;
+            let t = HostTensor::from_bytes(ty, a.data)
+                .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
+            slots[k] = Some(t);
+        }
+        return slots
+            .into_iter()
+            .enumerate()
+            .map(|(k, s)| {
+                s.ok_or_else(|| {
+                    Failure::Input(format!(
+                        "argument {k} is not given (a later one is): --input {k}=FILE.npy"
+                    ))
+                })
             })
             .collect();
     };
@@ -195,15 +246,15 @@ fn arguments(
                 spec.descriptor
             ))
         })?;
-        let fingerprint = layout["fingerprint"].as_str().unwrap_or("");
-        if u64::from_str_radix(fingerprint.trim_start_matches("0x"), 16) != Ok(spec.fingerprint) {
+        let layout = Layout::from_json(layout).map_err(Failure::Library)?;
+        if layout.fingerprint != spec.fingerprint {
             return Err(Failure::Input(format!(
                 "external `{name}`: the program's `{}` has fingerprint {:#018x}, the library's \
-                 {fingerprint}: they were built from different layouts",
-                spec.descriptor, spec.fingerprint
+                 {:#018x}: they were built from different layouts",
+                spec.descriptor, spec.fingerprint, layout.fingerprint
             )));
         }
-        let bytes = pack::pack(layout, &value_of(Path::new(file))?)
+        let bytes = pack_value(&layout, &value_of(Path::new(file))?)
             .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
         if bytes.len() != spec.size {
             return Err(Failure::Input(format!(
@@ -314,12 +365,36 @@ pub fn run(r: &Request) -> Result<Vec<Array>, Failure> {
         .collect())
 }
 
+/// Element `i` of packed sub-byte data `data` of type `element` (XLA's packing: low bits
+/// first), as text.
+fn packed_value(element: ElementType, data: &[u8], i: usize) -> String {
+    let bits = element.bits() as usize;
+    let per = 8 / bits.max(1);
+    let byte = data.get(i / per).copied().unwrap_or(0);
+    let code = (byte >> ((i % per) * bits)) & ((1u8 << bits) - 1);
+    match element {
+        ElementType::F4E2M1FN => customop::F4E2M1FN::from_bits(code).to_f32().to_string(),
+        // Signed: the top bit of the code is the sign.
+        ElementType::S4 | ElementType::S2 => {
+            (i16::from(code) - (i16::from(code >> (bits - 1)) << bits)).to_string()
+        }
+        _ => code.to_string(),
+    }
+}
+
 /// The values of `a` as text (at most `limit` of them), e.g. `3xi8=[3, 5, -2]`.
 pub fn show(a: &Array, limit: usize) -> String {
     let dims: Vec<String> = a.shape.iter().map(i64::to_string).collect();
-    let n = a.data.len() / a.element.byte_size().max(1);
+    let count: i64 = a.shape.iter().product();
+    let n = usize::try_from(count).unwrap_or(0);
+    let size = a.element.byte_size().max(1);
     let value = |i: usize| -> String {
-        let b = &a.data[i * a.element.byte_size()..(i + 1) * a.element.byte_size()];
+        if a.element.is_packed() {
+            return packed_value(a.element, &a.data, i);
+        }
+        let Some(b) = a.data.get(i * size..(i + 1) * size) else {
+            return "?".to_string();
+        };
         let arr = |k: usize| -> [u8; 8] {
             let mut x = [0u8; 8];
             x[..k].copy_from_slice(&b[..k]);
@@ -339,12 +414,26 @@ pub fn show(a: &Array, limit: usize) -> String {
             ElementType::F64 => f64::from_le_bytes(arr(8)).to_string(),
             ElementType::F16 => half::f16::from_le_bytes([b[0], b[1]]).to_string(),
             ElementType::BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_string(),
-            _ => format!(
-                "0x{}",
-                b.iter()
-                    .rev()
-                    .map(|x| format!("{x:02x}"))
-                    .collect::<String>()
+            ElementType::C64 => {
+                let (re, im) = (&b[..4], &b[4..8]);
+                let f = |x: &[u8]| f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+                format!("{}{:+}i", f(re), f(im))
+            }
+            ElementType::C128 => {
+                let f = |x: &[u8]| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(x);
+                    f64::from_le_bytes(a)
+                };
+                format!("{}{:+}i", f(&b[..8]), f(&b[8..16]))
+            }
+            // The 8-bit floats by value; anything else by its bits.
+            e => customop::float8::value_of(e, b[0]).map_or_else(
+                || {
+                    let hex: String = b.iter().rev().map(|x| format!("{x:02x}")).collect();
+                    format!("0x{hex}")
+                },
+                |v| v.to_string(),
             ),
         }
     };

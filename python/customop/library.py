@@ -1,5 +1,5 @@
 """A kernel cdylib loaded in Python: its manifest (parsed once), its handlers as ctypes
-functions, and its descriptor layouts, with packing as Rust does. The front ends build on it:
+functions, and its descriptor layouts, packed and unpacked by its own Rust code. The front ends build on it:
 `customop.xla.Library` (JAX) and `customop.torch.TorchLibrary` (PyTorch); the eager handlers
 (`customop.eager.Handlers`) call through it. Imports neither jax nor torch."""
 
@@ -69,9 +69,12 @@ class KernelLibrary:
             raise KeyError("no descriptor %r in %s" % (descriptor, self.path)) from None
 
     def pack(self, descriptor: str, value: dict[str, Any]) -> bytes:
-        """Packs `value` (a dict) as descriptor `descriptor`, wire format v1."""
-        return descriptors.pack(self.layout(descriptor), value)
+        """Packs `value` (a dict) as descriptor `descriptor`, wire format v1, by the library's
+        own Rust code (`customop.descriptors`); `PackError` names the field that does not fit."""
+        self.layout(descriptor)
+        return descriptors.pack(self.cdll, descriptor, value)
 
     def unpack(self, descriptor: str, data: bytes) -> dict[str, Any]:
-        """Unpacks and validates `data` as descriptor `descriptor`."""
-        return descriptors.unpack(self.layout(descriptor), bytes(data))
+        """Unpacks and validates `data` as descriptor `descriptor` (the library's Rust code);
+        `DescriptorError` names what is wrong."""
+        return descriptors.unpack(self.cdll, descriptor, bytes(data), self.layout(descriptor))

@@ -9,8 +9,15 @@
 //! - `customop_check_descriptor(name, data, len, message, cap)`: whether bytes are a packed
 //!   descriptor `name` of this library (header and length), for a runtime that copies an
 //!   external's bytes itself ([`customop_check_descriptor`]);
+//! - `customop_descriptor_pack(name, json, len, out, cap, written, message, message_cap)` and
+//!   `customop_descriptor_unpack(name, data, len, out, cap, written, message, message_cap)`: a
+//!   descriptor of this library packed from a JSON value, and unpacked into one
+//!   ([`crate::descriptor::pack_value`], [`crate::descriptor::unpack_value`]): Python's
+//!   `lib.pack` and `lib.unpack`, so that every front end packs with the one Rust definition;
 //! - `customop_handler_<target>(XLA_FFI_CallFrame*)`: each op's XLA FFI handler (generated).
 
+use crate::ffi::eager::copy_message;
+use core::ffi::c_char;
 use std::ffi::CString;
 
 pub use crate::ffi::eager::{CallAttr, CallTensor, customop_call};
@@ -55,40 +62,174 @@ fn layout_named(name: &str) -> Option<&'static crate::descriptor::Layout> {
 /// `message` is null or writable for `cap` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn customop_check_descriptor(
-    name: *const core::ffi::c_char,
+    name: *const c_char,
     data: *const u8,
     len: usize,
-    message: *mut core::ffi::c_char,
+    message: *mut c_char,
     cap: usize,
 ) -> i32 {
-    use crate::ffi::eager::copy_message;
-    let name = if name.is_null() {
-        None
-    } else {
-        // SAFETY: non-null and NUL-terminated (the contract).
-        unsafe { core::ffi::CStr::from_ptr(name) }.to_str().ok()
-    };
-    let Some(name) = name else {
-        // SAFETY: `message` is null or writable for `cap` bytes (the contract).
-        return unsafe { copy_message(message, cap, 1, b"name must be a UTF-8 C string") };
-    };
-    let Some(layout) = layout_named(name) else {
-        let m = format!("no op of this library takes a descriptor `{name}`");
-        // SAFETY: as above.
-        return unsafe { copy_message(message, cap, 1, m.as_bytes()) };
-    };
-    let bytes = if data.is_null() || len == 0 {
-        &[][..]
+    // SAFETY: NUL-terminated or null (the contract).
+    let name = unsafe { c_str(name) };
+    // SAFETY: readable for `len` bytes, or null with `len` 0 (the contract).
+    let bytes = unsafe { bytes_at(data, len) };
+    let result = guarded(|| {
+        let layout = layout_of(name)?;
+        crate::descriptor::check_packed(layout, bytes).map_err(|e| format!("{e} [bad_descriptor]"))
+    });
+    // SAFETY: `message` is null or writable for `cap` bytes (the contract).
+    unsafe { report(result.map(|()| 0), message, cap) }
+}
+
+/// `len` bytes at `data` (none when `data` is null or `len` 0).
+///
+/// # Safety
+/// `data` is null or readable for `len` bytes, for `'a`.
+unsafe fn bytes_at<'a>(data: *const u8, len: usize) -> &'a [u8] {
+    if data.is_null() || len == 0 {
+        &[]
     } else {
         // SAFETY: readable for `len` bytes (the contract).
         unsafe { core::slice::from_raw_parts(data, len) }
-    };
-    match crate::descriptor::check_packed(layout, bytes) {
-        Ok(()) => 0,
-        Err(e) => {
-            let m = format!("{e} [bad_descriptor]");
-            // SAFETY: as above.
-            unsafe { copy_message(message, cap, 1, m.as_bytes()) }
-        }
     }
+}
+
+/// The layout of descriptor `name` (a C string already read) of this library, or why not.
+fn layout_of(name: Option<&str>) -> Result<&'static crate::descriptor::Layout, String> {
+    let name = name.ok_or("name must be a UTF-8 C string")?;
+    layout_named(name).ok_or_else(|| format!("no op of this library takes a descriptor `{name}`"))
+}
+
+/// `f`'s result, a panic in it an error: no unwinding crosses the C boundary.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        Err(format!(
+            "customop panicked: {what} (a bug: please report it)"
+        ))
+    })
+}
+
+/// The status of an entry point: its code, or 1 with the error in `message`.
+///
+/// # Safety
+/// `message` is null or writable for `cap` bytes.
+unsafe fn report(result: Result<i32, String>, message: *mut c_char, cap: usize) -> i32 {
+    match result {
+        Ok(code) => code,
+        // SAFETY: the caller's contract.
+        Err(m) => unsafe { copy_message(message, cap, 1, m.as_bytes()) },
+    }
+}
+
+/// Copies `bytes` into `out` (`cap` bytes) and their count into `*written`: 0, or 2 (nothing
+/// copied) when they do not fit, with `*written` the size needed.
+///
+/// # Safety
+/// `out` is null or writable for `cap` bytes; `written` is null or writable.
+unsafe fn deliver(bytes: &[u8], out: *mut u8, cap: usize, written: *mut usize) -> i32 {
+    if !written.is_null() {
+        // SAFETY: writable (the contract).
+        unsafe { *written = bytes.len() };
+    }
+    if bytes.len() > cap || (out.is_null() && !bytes.is_empty()) {
+        return 2;
+    }
+    if !bytes.is_empty() {
+        // SAFETY: `out` is writable for `cap >= bytes.len()` bytes (the contract).
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), out, bytes.len()) };
+    }
+    0
+}
+
+/// Packs descriptor `name` of this library from `json` (`len` bytes of UTF-8: a JSON value as
+/// [`crate::descriptor::pack_value`] takes it; non-finite floats as `"inf"`, `"-inf"`,
+/// `"nan"`), into `out` (`cap` bytes). Returns 0 with the byte count in `*written`; 2 when
+/// `cap` is too small (nothing written; `*written` the size needed); 1 with the reason in
+/// `message` (`descriptor `my_lib::Blob`, field `tag`: ...`).
+///
+/// # Safety
+/// `name` is NUL-terminated; `json` is readable for `len` bytes; `out` is null or writable for
+/// `cap` bytes; `written` is null or writable; `message` is null or writable for
+/// `message_cap` bytes.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn customop_descriptor_pack(
+    name: *const c_char,
+    json: *const u8,
+    len: usize,
+    out: *mut u8,
+    cap: usize,
+    written: *mut usize,
+    message: *mut c_char,
+    message_cap: usize,
+) -> i32 {
+    // SAFETY: NUL-terminated or null (the contract).
+    let name = unsafe { c_str(name) };
+    // SAFETY: readable for `len` bytes (the contract).
+    let text = unsafe { bytes_at(json, len) };
+    let result = guarded(|| {
+        let layout = layout_of(name)?;
+        let value: serde_json::Value = serde_json::from_slice(text)
+            .map_err(|e| format!("descriptor `{}`: the value is not JSON: {e}", layout.name))?;
+        crate::descriptor::pack_value(layout, &value).map_err(|e| e.to_string())
+    });
+    let result = result.map(|bytes| {
+        // SAFETY: `out` and `written` as the contract says.
+        unsafe { deliver(&bytes, out, cap, written) }
+    });
+    // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
+    unsafe { report(result, message, message_cap) }
+}
+
+/// Unpacks `data` (`len` bytes) as descriptor `name` of this library, every byte checked, into
+/// JSON text in `out` (`cap` bytes; floats JSON cannot write as `"inf"`, `"-inf"`, `"nan"`).
+/// Returns as [`customop_descriptor_pack`] does; the reason names the descriptor, the field and
+/// the kind (`[bad_descriptor]`).
+///
+/// # Safety
+/// As [`customop_descriptor_pack`], with `data` readable for `len` bytes.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn customop_descriptor_unpack(
+    name: *const c_char,
+    data: *const u8,
+    len: usize,
+    out: *mut u8,
+    cap: usize,
+    written: *mut usize,
+    message: *mut c_char,
+    message_cap: usize,
+) -> i32 {
+    // SAFETY: NUL-terminated or null (the contract).
+    let name = unsafe { c_str(name) };
+    // SAFETY: readable for `len` bytes (the contract).
+    let bytes = unsafe { bytes_at(data, len) };
+    let result = guarded(|| {
+        let layout = layout_of(name)?;
+        let value = crate::descriptor::unpack_value(layout, bytes)
+            .map_err(|e| format!("{e} [bad_descriptor]"))?;
+        Ok(value.to_string())
+    });
+    let result = result.map(|text| {
+        // SAFETY: `out` and `written` as the contract says.
+        unsafe { deliver(text.as_bytes(), out, cap, written) }
+    });
+    // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
+    unsafe { report(result, message, message_cap) }
+}
+
+/// The C string at `p`, if it is one and UTF-8.
+///
+/// # Safety
+/// `p` is null or NUL-terminated.
+unsafe fn c_str<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated (the contract).
+    unsafe { core::ffi::CStr::from_ptr(p) }.to_str().ok()
 }

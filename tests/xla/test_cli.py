@@ -18,6 +18,7 @@ import unittest
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 
 from customop.xla import Library, export
@@ -123,10 +124,17 @@ class Run(unittest.TestCase):
                            "external=" + self.file("c.json", json.dumps(BLOB)))
         self.assertEqual(code, 3, err)
         self.assertIn("externals are given by name, which only a program's text says", err)
+        # By position too (`N=FILE`), in any order; a gap is named.
         code, _, err = cli("run", serialized, "--ops", PATH, "--input", "1=" + blob_npy,
-                           "--input", "0=" + self.x)
+                           "--input", "0=" + self.x, "--out", out)
+        if jax.__version__.startswith("0.10"):
+            self.assertEqual(code, 0, err)
+            np.testing.assert_array_equal(np.load(out), want)
+        else:
+            self.assertEqual(code, 6, err)
+        code, _, err = cli("run", serialized, "--ops", PATH, "--input", "1=" + blob_npy)
         self.assertEqual(code, 3, err)
-        self.assertIn("take their inputs in order", err)
+        self.assertIn("argument 0 is not given (a later one is): --input 0=FILE.npy", err)
 
     def test_a_kernels_refusal_exits_7(self):
         def f(x):
@@ -173,6 +181,9 @@ class Run(unittest.TestCase):
              3, "a `my_lib::Blob`, which no library given with --ops declares"),
             (["run", SEED, "--ops", "/lib/x86_64-linux-gnu/libm.so.6", "--input", self.x],
              4, "not a customop kernel library"),
+            (["run", SEED, "--ops", os.path.join(self.dir, "none.so"), "--input", self.x],
+             4, "none.so: no such file"),
+            (["ops", os.path.join(self.dir, "none.so")], 4, "none.so: no such file"),
             (["run", self.file("bad.mlir", "module { func.func @main( }"), "--ops", PATH],
              6, "customop: program error"),
             (["run", SEED, "--ops", PATH, "--input", self.x, "--external", "external=" + blob,
@@ -186,6 +197,30 @@ class Run(unittest.TestCase):
                 code, _, err = cli(*args)
                 self.assertEqual(code, status, err)
                 self.assertIn(message, err)
+
+    def test_outputs_of_every_kind_print_as_values(self):
+        """fp8, packed 4-bit and complex outputs print their values (they printed as hex)."""
+        def f(x, xf, c):
+            return (xf.astype(ml_dtypes.float8_e4m3fn), LIB.ops.example.pack_i4(x),
+                    LIB.ops.example.round_f4(x.astype(np.float32)), c)
+
+        x = np.array([[-3, 1, 7, 0]], np.int32)
+        xf = np.array([0.5, -448.0, np.nan], np.float32)
+        c = np.array([1 - 2j, 0.5j], np.complex64)
+        exp = export(f, x, xf, c, lib=LIB)
+        text = self.file("kinds.mlir", exp.mlir_module())
+        files = []
+        for k, a in enumerate((x, xf, c)):
+            files += ["--input", os.path.join(self.dir, "in%d.npy" % k)]
+            np.save(files[-1], a)
+        code, stdout, err = cli("run", text, "--ops", PATH, *files)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(stdout.strip().splitlines(), [
+            "result[0]: 3xf8E4M3FN=[0.5, -448, NaN]",
+            "result[1]: 1x4xi4=[-3, 1, 7, 0]",
+            "result[2]: 1x4xf4E2M1FN=[-3, 1, 6, 0]",
+            "result[3]: 2xcomplex<f32>=[1-2i, 0+0.5i]",
+        ])
 
     def test_outputs_to_a_folder_or_one_npy(self):
         blob = self.file("b.json", json.dumps(BLOB))

@@ -180,3 +180,73 @@ pub fn widen_f8<T: Float8>(
     }
     Ok(())
 }
+
+/// One field of every primitive field type a descriptor takes: what the contract test packs
+/// through every front end (`lib.pack`, `customop run` from JSON and TOML) and reads back from
+/// the handler (`field_values`).
+#[derive(Descriptor, Clone, Copy, Debug, PartialEq)]
+#[descriptor(name = "example::FieldTypes")]
+pub struct FieldTypes {
+    pub flag: bool,
+    pub int8: i8,
+    pub int16: i16,
+    pub int32: i32,
+    pub int64: i64,
+    pub uint8: u8,
+    pub uint16: u16,
+    pub uint32: u32,
+    pub uint64: u64,
+    pub half: customop::f16,
+    pub brain: customop::bf16,
+    pub single: f32,
+    pub double: f64,
+    pub f8e4m3fn: customop::F8E4M3FN,
+    pub f8e5m2: customop::F8E5M2,
+    pub f8e4m3: customop::F8E4M3,
+    pub f8e3m4: customop::F8E3M4,
+    pub f8e4m3fnuz: customop::F8E4M3FNUZ,
+    pub f8e5m2fnuz: customop::F8E5M2FNUZ,
+    pub f8e4m3b11fnuz: customop::F8E4M3B11FNUZ,
+    pub f8e8m0fnu: customop::F8E8M0FNU,
+}
+
+/// The fields of `f` as the handler unpacked them: `ints` the bool and the eight integers (in
+/// declaration order; `uint64` as its bits), `bits` the twelve floats' bits (in declaration
+/// order, each widened to 64 bits), copied, never converted: XLA runs kernels with denormals
+/// flushed, and a conversion would read a subnormal as zero. `x` is not read: it gives torch a
+/// tensor to dispatch on.
+#[custom_op(name = "example::field_values")]
+pub fn field_values(
+    #[external] f: &FieldTypes,
+    x: TensorRef<'_, f32>,
+    #[out(shape = [9])] mut ints: TensorMut<'_, i64, 1>,
+    #[out(shape = [12])] mut bits: TensorMut<'_, u64, 1>,
+) -> Result<(), OpError> {
+    let _ = x;
+    ints.as_mut_slice().copy_from_slice(&[
+        i64::from(f.flag),
+        i64::from(f.int8),
+        i64::from(f.int16),
+        i64::from(f.int32),
+        f.int64,
+        i64::from(f.uint8),
+        i64::from(f.uint16),
+        i64::from(f.uint32),
+        f.uint64 as i64,
+    ]);
+    bits.as_mut_slice().copy_from_slice(&[
+        u64::from(f.half.to_bits()),
+        u64::from(f.brain.to_bits()),
+        u64::from(f.single.to_bits()),
+        f.double.to_bits(),
+        u64::from(f.f8e4m3fn.to_bits()),
+        u64::from(f.f8e5m2.to_bits()),
+        u64::from(f.f8e4m3.to_bits()),
+        u64::from(f.f8e3m4.to_bits()),
+        u64::from(f.f8e4m3fnuz.to_bits()),
+        u64::from(f.f8e5m2fnuz.to_bits()),
+        u64::from(f.f8e4m3b11fnuz.to_bits()),
+        u64::from(f.f8e8m0fnu.to_bits()),
+    ]);
+    Ok(())
+}

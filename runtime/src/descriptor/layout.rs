@@ -1,10 +1,10 @@
 //! Descriptor layouts: what the manifest exports and what the fingerprint hashes.
 
 use core::fmt::Write;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The layout of one descriptor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Layout {
     /// The descriptor's name (`my_lib::Blob`).
@@ -12,7 +12,7 @@ pub struct Layout {
     /// The canonical layout string, e.g. `my_lib::Blob{gain:f32,tag:[u8;16]}`.
     pub canonical: String,
     /// FNV-1a 64 of `canonical`'s UTF-8 bytes.
-    #[serde(serialize_with = "hex_u64")]
+    #[serde(serialize_with = "hex_u64", deserialize_with = "u64_of_hex")]
     pub fingerprint: u64,
     /// The payload's alignment.
     pub align: usize,
@@ -25,7 +25,7 @@ pub struct Layout {
 }
 
 /// One field of a [`Layout`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FieldLayout {
     /// The field's name.
@@ -40,7 +40,7 @@ pub struct FieldLayout {
 }
 
 /// The type of a descriptor field.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TypeLayout {
@@ -131,7 +131,7 @@ pub enum TypeLayout {
 }
 
 /// A variant of an enum field.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EnumVariant {
     /// The variant's name.
@@ -142,6 +142,12 @@ pub struct EnumVariant {
 
 fn hex_u64<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("0x{v:016x}"))
+}
+
+fn u64_of_hex<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let text = String::deserialize(d)?;
+    u64::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|e| serde::de::Error::custom(format!("fingerprint `{text}`: {e}")))
 }
 
 /// FNV-1a, 64 bits: the fingerprint of a canonical layout string.
@@ -157,6 +163,57 @@ pub const fn fingerprint_of(canonical: &[u8]) -> u64 {
 }
 
 impl TypeLayout {
+    /// The primitive type spelled `name` (`u8`, `i32`, `f8E4M3FN`): an enum's `repr`.
+    pub fn named(name: &str) -> Option<TypeLayout> {
+        serde_json::from_value(serde_json::json!({ "kind": name }))
+            .ok()
+            .filter(|t: &TypeLayout| t.is_primitive())
+    }
+
+    /// Whether this is a primitive (a number or `bool`).
+    pub fn is_primitive(&self) -> bool {
+        !matches!(
+            self,
+            TypeLayout::Array { .. }
+                | TypeLayout::Struct { .. }
+                | TypeLayout::Enum { .. }
+                | TypeLayout::Vec { .. }
+                | TypeLayout::String
+        )
+    }
+
+    /// The element type of an 8-bit float field type.
+    pub fn float8(&self) -> Option<crate::types::ElementType> {
+        use crate::types::ElementType as E;
+        Some(match self {
+            TypeLayout::F8E4M3FN => E::F8E4M3FN,
+            TypeLayout::F8E5M2 => E::F8E5M2,
+            TypeLayout::F8E4M3 => E::F8E4M3,
+            TypeLayout::F8E3M4 => E::F8E3M4,
+            TypeLayout::F8E4M3FNUZ => E::F8E4M3FNUZ,
+            TypeLayout::F8E5M2FNUZ => E::F8E5M2FNUZ,
+            TypeLayout::F8E4M3B11FNUZ => E::F8E4M3B11FNUZ,
+            TypeLayout::F8E8M0FNU => E::F8E8M0FNU,
+            _ => return None,
+        })
+    }
+
+    /// The type as Rust spells it, for messages: `f32`, `[u8; 16]`, a struct's or an enum's
+    /// name, `Vec<f32>`.
+    pub fn spelled(&self) -> String {
+        match self {
+            TypeLayout::Array { len, element } => format!("[{}; {len}]", element.spelled()),
+            TypeLayout::Struct { layout } => layout.name.clone(),
+            TypeLayout::Enum { name, .. } => name.clone(),
+            TypeLayout::Vec { element } => format!("Vec<{}>", element.spelled()),
+            t => {
+                let mut s = String::new();
+                t.write_canonical(&mut s);
+                s
+            }
+        }
+    }
+
     /// Appends this type's canonical spelling: `f32`, `f8E4M3FN`, `[u8;16]`, `Name{a:f32}`,
     /// `Mode(u8){Fast=0,Exact=1}`, `Vec<f32>`, `String`.
     pub fn write_canonical(&self, out: &mut String) {
@@ -253,6 +310,28 @@ impl Layout {
     /// The layout as JSON (the manifest's form; `fingerprint` as a `0x...` string).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// A layout from the manifest's JSON form, checked: its canonical string is the one its
+    /// fields spell, and its fingerprint that string's (a layout edited by hand, or of another
+    /// wire format, is refused rather than packed for).
+    pub fn from_json(value: &serde_json::Value) -> Result<Layout, String> {
+        let got: Layout = serde_json::from_value(value.clone())
+            .map_err(|e| format!("not a descriptor layout ({e}): {value}"))?;
+        let again = Layout::build(
+            &got.name,
+            got.align,
+            got.fixed_size,
+            got.packed_size,
+            got.fields.clone(),
+        );
+        if again.canonical != got.canonical || again.fingerprint != got.fingerprint {
+            return Err(format!(
+                "descriptor `{}`: the layout's canonical string `{}` and fingerprint                  0x{:016x} are not those of its fields (`{}`, 0x{:016x})",
+                got.name, got.canonical, got.fingerprint, again.canonical, again.fingerprint
+            ));
+        }
+        Ok(got)
     }
 }
 

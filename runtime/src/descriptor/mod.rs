@@ -17,11 +17,13 @@
 
 mod error;
 mod layout;
+mod value;
 mod wire;
 
 pub use error::{DescriptorError, ErrorKind};
 pub(crate) use layout::record as record_name;
 pub use layout::{EnumVariant, FieldLayout, Layout, TypeLayout, fingerprint_of};
+pub use value::{PackError, pack_value, unpack_value};
 pub use wire::{Wire, WireEnum};
 
 /// A type whose Rust layout is its wire layout (little-endian, same size, alignment and field

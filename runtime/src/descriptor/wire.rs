@@ -362,6 +362,26 @@ fn read_tail_head(
     Ok((len, data))
 }
 
+/// The elements of a tail of `size`-byte elements aligned to `align` at `at`: `(data start,
+/// count, end)`, the count checked against the bytes that remain.
+pub(super) fn tail_span(
+    payload: &[u8],
+    at: usize,
+    size: usize,
+    align: usize,
+) -> Result<(usize, usize, usize), DescriptorError> {
+    let (len, data) = read_tail_head(payload, at, align.max(1))?;
+    let available = payload.len() - data;
+    // A zero-size element still costs one byte of budget, so a count never exceeds the input.
+    match len.checked_mul(size.max(1)) {
+        Some(n) if n <= available => Ok((data, len, data + len * size)),
+        _ => Err(DescriptorError::field_error(ErrorKind::TailLength {
+            len: len as u64,
+            available,
+        })),
+    }
+}
+
 /// Reads a `Vec<T>` tail at `at`; returns it and its end. Allocates only for elements that the
 /// remaining bytes hold.
 pub fn read_vec_tail<T: Wire>(
@@ -369,21 +389,8 @@ pub fn read_vec_tail<T: Wire>(
     at: usize,
     name: &str,
 ) -> Result<(Vec<T>, usize), DescriptorError> {
-    let (len, data) = read_tail_head(payload, at, T::ALIGN.max(1)).map_err(|e| e.in_field(name))?;
-    let available = payload.len() - data;
-    // A zero-size element still costs one byte of budget, so a count never exceeds the input.
-    let needed = len.checked_mul(T::SIZE.max(1));
-    match needed {
-        Some(n) if n <= available => {}
-        _ => {
-            return Err(DescriptorError::field_error(ErrorKind::TailLength {
-                len: len as u64,
-                available,
-            })
-            .in_field(name));
-        }
-    }
-    let end = data + len * T::SIZE;
+    let (data, len, end) =
+        tail_span(payload, at, T::SIZE, T::ALIGN).map_err(|e| e.in_field(name))?;
     if T::PLAIN {
         let out = payload[data..end]
             .chunks_exact(T::SIZE.max(1))

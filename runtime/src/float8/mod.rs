@@ -68,6 +68,23 @@ pub fn bits_of(element: crate::types::ElementType, x: f64) -> Option<u8> {
     })
 }
 
+/// The value of `bits` of the 8-bit float type `element` (exact); `None` if `element` is not
+/// one.
+pub fn value_of(element: crate::types::ElementType, bits: u8) -> Option<f64> {
+    use crate::types::ElementType as E;
+    Some(match element {
+        E::F8E4M3FN => Codec::decode(&E4M3FN, bits),
+        E::F8E5M2 => Codec::decode(&E5M2, bits),
+        E::F8E4M3 => Codec::decode(&E4M3, bits),
+        E::F8E3M4 => Codec::decode(&E3M4, bits),
+        E::F8E4M3FNUZ => Codec::decode(&E4M3FNUZ, bits),
+        E::F8E5M2FNUZ => Codec::decode(&E5M2FNUZ, bits),
+        E::F8E4M3B11FNUZ => Codec::decode(&E4M3B11FNUZ, bits),
+        E::F8E8M0FNU => Codec::decode(&E8M0, bits),
+        _ => return None,
+    })
+}
+
 /// The lowest value of an 8-bit float type that has no infinities (the start of a max), as
 /// an `f64`; `None` for the others, whose start is `-∞`.
 pub fn lowest(element: crate::types::ElementType) -> Option<f64> {

@@ -1,0 +1,578 @@
+//! Descriptors packed from, and unpacked into, values of a layout known only at run time: what
+//! the command line (`customop run --external name=cfg.json`) and Python (`lib.pack`, through
+//! the C ABI's `customop_descriptor_pack`) feed. One definition of how each field type takes a
+//! value and what it refuses, for every front end; the bytes equal `#[derive(Descriptor)]`'s.
+//!
+//! Values are JSON ([`serde_json::Value`]): an object of every field and no other; `bool` a
+//! JSON bool; integers a JSON integer in the type's range; floats (`f16`, `bf16`, `f32`,
+//! `f64`, the eight 8-bit types) a number, or one of the strings `"inf"`, `"+inf"`, `"-inf"`,
+//! `"nan"` (JSON has no literal for them), rounded to nearest, ties to even (the 8-bit types
+//! as `ml_dtypes` rounds); a finite value that rounds past the type's range (an infinity, or NaN
+//! where the type has no infinity), and an infinity where it has none, is refused, in every
+//! float type alike. An enum takes its variant's name; an array a list of its length, and a
+//! `[u8; N]` or `[i8; N]` also a string of exactly `N` UTF-8 bytes or `{"hex": "..."}` of `N`
+//! bytes (an `i8` holds a byte's bits); a nested descriptor an object; `Vec` a list; `String`
+//! a string.
+
+use super::layout::{Layout, TypeLayout};
+use super::{DescriptorError, ErrorKind, FORMAT_VERSION, HEADER_SIZE, MAGIC, check_header};
+use crate::types::ElementType;
+use serde_json::{Map, Value, json};
+
+/// A value that does not fit a descriptor's layout: which descriptor, which field, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackError {
+    descriptor: String,
+    field: String,
+    message: String,
+}
+
+impl PackError {
+    /// The descriptor's name.
+    pub fn descriptor(&self) -> &str {
+        &self.descriptor
+    }
+
+    /// The field's path (`tag`, `inner.scale`, `taps[3]`), or empty for the whole value.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+}
+
+impl core::fmt::Display for PackError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PackError {}
+
+/// Where a value is written: the descriptor's name, for the messages.
+struct At<'a> {
+    root: &'a str,
+}
+
+impl At<'_> {
+    /// `descriptor `X`, field `f`: why`.
+    fn fail(&self, path: &str, why: impl core::fmt::Display) -> PackError {
+        let message = if path.is_empty() {
+            format!("descriptor `{}`: {why}", self.root)
+        } else {
+            format!("descriptor `{}`, field `{path}`: {why}", self.root)
+        };
+        self.error(path, message)
+    }
+
+    fn error(&self, path: &str, message: String) -> PackError {
+        PackError {
+            descriptor: self.root.to_string(),
+            field: path.to_string(),
+            message,
+        }
+    }
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// `layout`'s bytes (wire format v1) for `value`; the error names the descriptor and the field.
+pub fn pack_value(layout: &Layout, value: &Value) -> Result<Vec<u8>, PackError> {
+    let at = At { root: &layout.name };
+    let mut payload = vec![0u8; layout.fixed_size];
+    write_fixed(&at, layout, value, &mut payload, 0, "")?;
+    for f in layout.fields.iter().filter(|f| f.offset.is_none()) {
+        let v = &value[f.name.as_str()];
+        payload.resize(payload.len().next_multiple_of(4), 0);
+        let (count, items): (usize, Option<&Vec<Value>>) = match &f.ty {
+            TypeLayout::String => {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| at.fail(&f.name, format!("expected a string, got {v}")))?;
+                (s.len(), None)
+            }
+            _ => {
+                let items = v
+                    .as_array()
+                    .ok_or_else(|| at.fail(&f.name, format!("expected a list, got {v}")))?;
+                (items.len(), Some(items))
+            }
+        };
+        let count = u32::try_from(count)
+            .map_err(|_| at.fail(&f.name, format!("{count} is more than a u32 length")))?;
+        payload.extend_from_slice(&count.to_le_bytes());
+        match (&f.ty, items) {
+            (TypeLayout::Vec { element }, Some(items)) => {
+                let (size, align) = size_align(element);
+                payload.resize(payload.len().next_multiple_of(align), 0);
+                let start = payload.len();
+                payload.resize(start + size * items.len(), 0);
+                for (i, x) in items.iter().enumerate() {
+                    let path = format!("{}[{i}]", f.name);
+                    write(&at, element, x, &mut payload, start + i * size, &path)?;
+                }
+            }
+            _ => payload.extend_from_slice(v.as_str().unwrap_or_default().as_bytes()),
+        }
+    }
+    let len = u32::try_from(payload.len()).map_err(|_| {
+        at.fail(
+            "",
+            format!("{} bytes do not fit a u32 length", payload.len()),
+        )
+    })?;
+    let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&layout.fingerprint.to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// The fixed fields of `layout` from the object `value`, at `base` of `buf`.
+fn write_fixed(
+    at: &At<'_>,
+    layout: &Layout,
+    value: &Value,
+    buf: &mut [u8],
+    base: usize,
+    path: &str,
+) -> Result<(), PackError> {
+    let Some(obj) = value.as_object() else {
+        let why = format!(
+            "expected an object of the fields of `{}`, got {value}",
+            layout.name
+        );
+        return Err(at.fail(path, why));
+    };
+    let known: Vec<&str> = layout.fields.iter().map(|f| f.name.as_str()).collect();
+    if let Some(missing) = known.iter().find(|k| !obj.contains_key(**k)) {
+        let field = join(path, missing);
+        let m = format!("descriptor `{}` has no value for field `{field}`", at.root);
+        return Err(at.error(&field, m));
+    }
+    let mut unknown: Vec<&String> = obj
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(u) = unknown.first() {
+        let field = join(path, u);
+        let whose = if path.is_empty() {
+            "its fields".to_string()
+        } else {
+            format!("fields of `{path}`")
+        };
+        let m = format!(
+            "descriptor `{}` has no field `{field}` ({whose}: {})",
+            at.root,
+            known.join(", ")
+        );
+        return Err(at.error(&field, m));
+    }
+    for f in &layout.fields {
+        if let Some(offset) = f.offset {
+            let v = &obj[f.name.as_str()];
+            write(at, &f.ty, v, buf, base + offset, &join(path, &f.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// `(size, alignment)` of a fixed-layout type.
+fn size_align(t: &TypeLayout) -> (usize, usize) {
+    match t {
+        TypeLayout::Array { len, element } => {
+            let (s, a) = size_align(element);
+            (s * len, a)
+        }
+        TypeLayout::Struct { layout } => (layout.fixed_size, layout.align),
+        TypeLayout::Enum { repr, .. } => {
+            let s = prim_size(&TypeLayout::named(repr).unwrap_or(TypeLayout::U8));
+            (s, s)
+        }
+        t => {
+            let s = prim_size(t);
+            (s, s)
+        }
+    }
+}
+
+fn prim_size(t: &TypeLayout) -> usize {
+    match t {
+        TypeLayout::I16 | TypeLayout::U16 | TypeLayout::F16 | TypeLayout::BF16 => 2,
+        TypeLayout::I32 | TypeLayout::U32 | TypeLayout::F32 => 4,
+        TypeLayout::I64 | TypeLayout::U64 | TypeLayout::F64 => 8,
+        _ => 1,
+    }
+}
+
+/// A float field's value: a number, or `"inf"`, `"+inf"`, `"-inf"`, `"nan"`.
+fn float_of(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "inf" | "+inf" => Some(f64::INFINITY),
+            "-inf" => Some(f64::NEG_INFINITY),
+            "nan" => Some(f64::NAN),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The bytes of float `x` as field type `t` (a float type), or why it does not fit.
+fn float_bytes(t: &TypeLayout, x: f64) -> Result<Vec<u8>, String> {
+    let name = t.spelled();
+    let (bytes, finite) = match t {
+        TypeLayout::F64 => return Ok(x.to_le_bytes().to_vec()),
+        TypeLayout::F32 => {
+            let r = x as f32;
+            (r.to_le_bytes().to_vec(), r.is_finite())
+        }
+        TypeLayout::F16 => {
+            let r = crate::round::f16_from_f64(x);
+            (r.to_le_bytes().to_vec(), r.is_finite())
+        }
+        TypeLayout::BF16 => {
+            let r = crate::round::bf16_from_f64(x);
+            (r.to_le_bytes().to_vec(), r.is_finite())
+        }
+        t => {
+            let e = t.float8().ok_or_else(|| format!("{name} is not a float"))?;
+            let bits = crate::float8::bits_of(e, x).unwrap_or(0);
+            let back = crate::float8::value_of(e, bits).unwrap_or(f64::NAN);
+            if x.is_infinite() && back.is_nan() {
+                return Err(format!("{name} has no infinity"));
+            }
+            (vec![bits], back.is_finite())
+        }
+    };
+    if x.is_finite() && !finite {
+        return Err(format!(
+            "{} does not fit {name}: it is beyond its range",
+            short(x)
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `x` for a message: `1e39` rather than forty digits.
+fn short(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// An integer field's bytes: `v` a JSON integer in `t`'s range.
+fn int_bytes(t: &TypeLayout, v: &Value) -> Result<Vec<u8>, String> {
+    let name = t.spelled();
+    let n: i128 = match (v.as_i64(), v.as_u64()) {
+        (Some(i), _) => i128::from(i),
+        (None, Some(u)) => i128::from(u),
+        _ => return Err(format!("expected an integer ({name}), got {v}")),
+    };
+    let fit = |b: Result<Vec<u8>, core::num::TryFromIntError>| {
+        b.map_err(|_| format!("{n} does not fit {name}"))
+    };
+    macro_rules! le {
+        ($t:ty) => {
+            fit(<$t>::try_from(n).map(|x| x.to_le_bytes().to_vec()))
+        };
+    }
+    match t {
+        TypeLayout::I8 => le!(i8),
+        TypeLayout::I16 => le!(i16),
+        TypeLayout::I32 => le!(i32),
+        TypeLayout::I64 => le!(i64),
+        TypeLayout::U8 => le!(u8),
+        TypeLayout::U16 => le!(u16),
+        TypeLayout::U32 => le!(u32),
+        _ => le!(u64),
+    }
+}
+
+/// The bytes a `[u8; N]` or `[i8; N]` is given as: a string (its UTF-8 bytes) or `{"hex"}`.
+fn byte_string(v: &Value) -> Option<Result<Vec<u8>, String>> {
+    if let Some(s) = v.as_str() {
+        return Some(Ok(s.as_bytes().to_vec()));
+    }
+    let hex = v
+        .as_object()
+        .filter(|o| o.len() == 1)?
+        .get("hex")?
+        .as_str()?;
+    let pairs = hex.as_bytes().chunks(2);
+    let bytes: Option<Vec<u8>> = pairs
+        .map(|p| {
+            let p = core::str::from_utf8(p).ok().filter(|p| p.len() == 2)?;
+            u8::from_str_radix(p, 16).ok()
+        })
+        .collect();
+    Some(bytes.ok_or_else(|| format!("\"{hex}\" is not bytes in hex")))
+}
+
+/// Writes `v` as type `t` at `at` of `buf`.
+fn write(
+    root: &At<'_>,
+    t: &TypeLayout,
+    v: &Value,
+    buf: &mut [u8],
+    at: usize,
+    path: &str,
+) -> Result<(), PackError> {
+    let fail = |why: String| root.fail(path, why);
+    let bytes = match t {
+        TypeLayout::Bool => match v {
+            Value::Bool(b) => vec![u8::from(*b)],
+            _ => return Err(fail(format!("expected bool, got {v}"))),
+        },
+        TypeLayout::I8
+        | TypeLayout::I16
+        | TypeLayout::I32
+        | TypeLayout::I64
+        | TypeLayout::U8
+        | TypeLayout::U16
+        | TypeLayout::U32
+        | TypeLayout::U64 => int_bytes(t, v).map_err(fail)?,
+        TypeLayout::Enum { name, variants, .. } => {
+            let variant = v
+                .as_str()
+                .and_then(|s| variants.iter().find(|x| x.name == s));
+            let Some(variant) = variant else {
+                let names: Vec<&str> = variants.iter().map(|x| x.name.as_str()).collect();
+                let why = format!(
+                    "{v} is not a variant of {name} (its variants: {})",
+                    names.join(", ")
+                );
+                return Err(fail(why));
+            };
+            let (size, _) = size_align(t);
+            let le = variant.value.to_le_bytes();
+            le[..size].to_vec()
+        }
+        TypeLayout::Array { len, element } => {
+            return write_array(root, t, *len, element, v, buf, at, path);
+        }
+        TypeLayout::Struct { layout } => return write_fixed(root, layout, v, buf, at, path),
+        TypeLayout::Vec { .. } | TypeLayout::String => {
+            return Err(fail("a tail cannot be nested in the fixed part".into()));
+        }
+        t => {
+            let x = float_of(v)
+                .ok_or_else(|| fail(format!("expected a number ({}), got {v}", t.spelled())))?;
+            float_bytes(t, x).map_err(fail)?
+        }
+    };
+    buf[at..at + bytes.len()].copy_from_slice(&bytes);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_array(
+    root: &At<'_>,
+    t: &TypeLayout,
+    len: usize,
+    element: &TypeLayout,
+    v: &Value,
+    buf: &mut [u8],
+    at: usize,
+    path: &str,
+) -> Result<(), PackError> {
+    let fail = |why: String| root.fail(path, why);
+    let spelled = t.spelled();
+    let byte_like = matches!(element, TypeLayout::U8 | TypeLayout::I8);
+    if let Some(bytes) = byte_like.then(|| byte_string(v)).flatten() {
+        let bytes = bytes.map_err(fail)?;
+        if bytes.len() != len {
+            let pad = if bytes.len() < len {
+                format!("; pad it to {len} bytes")
+            } else {
+                String::new()
+            };
+            let why = format!(
+                "a {spelled} takes exactly {len} bytes, got {}{pad}",
+                bytes.len()
+            );
+            return Err(fail(why));
+        }
+        buf[at..at + len].copy_from_slice(&bytes);
+        return Ok(());
+    }
+    let Some(items) = v.as_array() else {
+        return Err(fail(format!("a {spelled} takes a list, got {v}")));
+    };
+    if items.len() != len {
+        let why = format!("expected {len} elements, got {}", items.len());
+        return Err(fail(why));
+    }
+    let (size, _) = size_align(element);
+    for (i, x) in items.iter().enumerate() {
+        write(
+            root,
+            element,
+            x,
+            buf,
+            at + i * size,
+            &format!("{path}[{i}]"),
+        )?;
+    }
+    Ok(())
+}
+
+/// A float as a value: a number, or `"inf"`, `"-inf"`, `"nan"`.
+fn float_value(x: f64) -> Value {
+    if x.is_nan() {
+        json!("nan")
+    } else if x.is_infinite() {
+        json!(if x > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(x)
+    }
+}
+
+/// The value of packed descriptor `bytes` of `layout`, every byte validated as
+/// [`Descriptor::unpack`](super::Descriptor::unpack) does: header, fingerprint, bools, enums,
+/// zero padding, tails, no byte left over.
+pub fn unpack_value(layout: &'static Layout, bytes: &[u8]) -> Result<Value, DescriptorError> {
+    let name = layout.name.as_str();
+    let payload = check_header(bytes, name, layout.fingerprint, layout.fixed_size)?;
+    let err = |kind| DescriptorError::new(name, kind);
+    let fixed = &payload[..layout.fixed_size];
+    let mut out = read_fixed(layout, fixed).map_err(|e| e.in_descriptor(name))?;
+    let mut at = layout.fixed_size;
+    for f in layout.fields.iter().filter(|f| f.offset.is_none()) {
+        let v = match &f.ty {
+            TypeLayout::String => {
+                let (s, next) = super::wire::read_string_tail(payload, at, &f.name)
+                    .map_err(|e| e.in_descriptor(name))?;
+                at = next;
+                json!(s)
+            }
+            TypeLayout::Vec { element } => {
+                let (size, align) = size_align(element);
+                let (start, n, next) = super::wire::tail_span(payload, at, size, align)
+                    .map_err(|e| e.in_field(&f.name).in_descriptor(name))?;
+                let mut items = Vec::with_capacity(n);
+                for i in 0..n {
+                    let mut sink = vec![false; size];
+                    let at = start + i * size;
+                    let v = read(element, &payload[at..at + size], &mut sink)
+                        .map_err(|e| e.in_field(&format!("{}[{i}]", f.name)))
+                        .map_err(|e| e.in_descriptor(name))?;
+                    items.push(v);
+                }
+                at = next;
+                Value::Array(items)
+            }
+            _ => continue,
+        };
+        if let Value::Object(o) = &mut out {
+            o.insert(f.name.clone(), v);
+        }
+    }
+    if at != payload.len() {
+        return Err(err(ErrorKind::TooLong {
+            used: HEADER_SIZE + at,
+            got: bytes.len(),
+        }));
+    }
+    Ok(out)
+}
+
+/// The fixed fields of `layout` in `bytes` (its fixed part), and its padding checked zero (an
+/// offset in the message counts from the struct's start, as the derive's does).
+fn read_fixed(layout: &'static Layout, bytes: &[u8]) -> Result<Value, DescriptorError> {
+    let mut out = Map::new();
+    let mut used = vec![false; bytes.len()];
+    for f in &layout.fields {
+        let Some(at) = f.offset else { continue };
+        let (size, _) = size_align(&f.ty);
+        let v = read(&f.ty, &bytes[at..at + size], &mut used[at..at + size])
+            .map_err(|e| e.in_field(&f.name))?;
+        out.insert(f.name.clone(), v);
+    }
+    if let Some(offset) = (0..bytes.len()).find(|&i| !used[i] && bytes[i] != 0) {
+        return Err(DescriptorError::field_error(ErrorKind::NonzeroPadding {
+            offset,
+        }));
+    }
+    Ok(Value::Object(out))
+}
+
+/// The value of type `t` in `bytes` (exactly its size), marking the bytes it uses.
+fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value, DescriptorError> {
+    let mut le = [0u8; 8];
+    let n = bytes.len().min(8);
+    le[..n].copy_from_slice(&bytes[..n]);
+    let unsigned = u64::from_le_bytes(le);
+    let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
+    let value = match t {
+        TypeLayout::Array { len, element } => {
+            let (size, _) = size_align(element);
+            let mut items = Vec::with_capacity(*len);
+            for i in 0..*len {
+                let span = i * size..(i + 1) * size;
+                let v = read(element, &bytes[span.clone()], &mut used[span])
+                    .map_err(|e| e.in_field(&format!("[{i}]")))?;
+                items.push(v);
+            }
+            return Ok(Value::Array(items));
+        }
+        TypeLayout::Struct { layout } => {
+            used.fill(true);
+            return read_fixed(layout, bytes);
+        }
+        TypeLayout::Bool if bytes[0] > 1 => {
+            return Err(DescriptorError::field_error(ErrorKind::InvalidBool {
+                byte: bytes[0],
+            }));
+        }
+        TypeLayout::Bool => json!(bytes[0] == 1),
+        TypeLayout::Enum {
+            name,
+            repr,
+            variants,
+        } => {
+            let value = if repr == "i32" {
+                signed(32)
+            } else {
+                unsigned as i64
+            };
+            let Some(v) = variants.iter().find(|v| v.value == value) else {
+                return Err(DescriptorError::field_error(ErrorKind::InvalidEnum {
+                    name: name.as_str(),
+                    value,
+                }));
+            };
+            json!(v.name)
+        }
+        TypeLayout::I8 => json!(signed(8)),
+        TypeLayout::I16 => json!(signed(16)),
+        TypeLayout::I32 => json!(signed(32)),
+        TypeLayout::I64 => json!(unsigned as i64),
+        TypeLayout::U8 | TypeLayout::U16 | TypeLayout::U32 | TypeLayout::U64 => json!(unsigned),
+        TypeLayout::F64 => float_value(f64::from_bits(unsigned)),
+        TypeLayout::F32 => float_value(f64::from(f32::from_bits(unsigned as u32))),
+        TypeLayout::F16 => float_value(half::f16::from_bits(unsigned as u16).to_f64()),
+        TypeLayout::BF16 => float_value(half::bf16::from_bits(unsigned as u16).to_f64()),
+        t => {
+            let e = t.float8().unwrap_or(ElementType::F8E4M3FN);
+            float_value(crate::float8::value_of(e, bytes[0]).unwrap_or(f64::NAN))
+        }
+    };
+    used.fill(true);
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests;
