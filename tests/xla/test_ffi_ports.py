@@ -65,6 +65,19 @@ class DictionaryAttributes(unittest.TestCase):
                                                r"scalar"):
             raw_dictionary_attr(secret="5")
 
+    def test_the_messages_carry_xlas_words_too(self):
+        """As jax's own FFI example tests (examples/ffi/tests/cpu_examples_test.py) expect
+        them of a handler made with XLA's C++ FFI, so that those tests pass unchanged against
+        a customop port."""
+        with self.assertRaisesRegex(Exception, "Unexpected attribute: secret"):
+            OPS.dictionary_attr()
+        with self.assertRaisesRegex(Exception, "Wrong attribute type: expected scalar but got "
+                                               "string"):
+            OPS.dictionary_attr(secret="invalid")
+        with self.assertRaisesRegex(Exception, "Wrong scalar data type: expected S64 but got "
+                                               "F64"):
+            raw_dictionary_attr(secret=1.5)
+
     def test_values_jax_cannot_pass_are_refused_before_tracing(self):
         with self.assertRaisesRegex(SchemaError, r"attribute `bad`: object cannot be"):
             OPS.dictionary_attr(secret=1, bad=object())
@@ -163,7 +176,7 @@ class InPlace(unittest.TestCase):
         """An op that does not update `x` in place, called with its output aliased to `x`:
         the handler refuses the overlap before the kernel runs."""
         x = np.array([1.0, 4.0, 9.0], np.float32)
-        with self.assertRaisesRegex(Exception, r"\[overlap\].*overlaps an input buffer"):
+        with self.assertRaisesRegex(Exception, r"\[overlap\].*overlaps input buffer 0"):
             jax.ffi.ffi_call(LIB.target("example::checked_sqrt"),
                              jax.ShapeDtypeStruct((3,), np.float32),
                              input_output_aliases={0: 0})(x)

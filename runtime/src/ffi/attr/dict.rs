@@ -125,19 +125,50 @@ impl<'f> Dictionary<'f> {
     pub fn dict(&self, name: &str) -> Result<Dictionary<'f>, OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_DICTIONARY {
-            return Err(self.wrong(name, "is not a dictionary"));
+            return Err(self.wrong(name, XLA_FFI_ATTR_TYPE_DICTIONARY, ty));
         }
         // SAFETY: a DICTIONARY attribute points at an XLA_FFI_Attrs valid for the call.
         let set = unsafe { &*(ptr as *const XLA_FFI_Attrs) };
         Dictionary { op: self.op, set }.checked()
     }
 
+    /// Attribute `name` is of kind `found`, not `expected` (XLA_FFI_AttrType codes). The
+    /// message also carries XLA's own words for it, as XLA's C++ `Dictionary::get` writes them
+    /// (`Wrong attribute type: expected scalar but got string`), so that tests written against
+    /// handlers made with XLA's C++ FFI pass as they are.
     #[cold]
-    fn wrong(&self, name: &str, what: &str) -> OpError {
+    fn wrong(&self, name: &str, expected: i32, found: i32) -> OpError {
+        let (expected, found) = (kind_name(expected), kind_name(found));
+        let article = if expected.starts_with('a') { "an" } else { "a" };
         op_err(
             self.op,
             Refusal::WrongAttributeType,
-            format!("attribute `{name}` {what}"),
+            format!(
+                "attribute `{name}` is not {article} {expected} (Wrong attribute type: expected \
+                 {expected} but got {found})"
+            ),
+        )
+    }
+
+    /// Attribute `name` holds `found` (an XLA dtype code) where `expected` was declared; `what`
+    /// is `scalar` or `array`. With XLA's words for it (`Wrong scalar data type: expected S64
+    /// but got F64`).
+    #[cold]
+    fn wrong_dtype(&self, name: &str, what: &str, expected: ElementType, found: i32) -> OpError {
+        let xla = u32::try_from(found)
+            .ok()
+            .and_then(ElementType::from_xla_code)
+            .map_or_else(|| found.to_string(), |e| e.xla_name().to_string());
+        let of = if what == "array" { "an array of " } else { "" };
+        op_err(
+            self.op,
+            Refusal::WrongAttributeType,
+            format!(
+                "attribute `{name}`: expected {of}{expected}, got {} (Wrong {what} data type: \
+                 expected {} but got {xla})",
+                element_name(found),
+                expected.xla_name()
+            ),
         )
     }
 
@@ -192,7 +223,10 @@ impl<'f> Dictionary<'f> {
         Err(op_err(
             self.op,
             Refusal::MissingAttribute,
-            format!("attribute `{name}` is missing from backend_config"),
+            // XLA's C++ `Dictionary::get` says "Unexpected attribute" for a name it lacks.
+            format!(
+                "attribute `{name}` is missing from backend_config (Unexpected attribute: {name})"
+            ),
         ))
     }
 
@@ -246,19 +280,12 @@ impl<'f> Dictionary<'f> {
     fn scalar_attr(&self, name: &str, element: ElementType) -> Result<*const c_void, OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_SCALAR {
-            return Err(self.wrong(name, "is not a scalar"));
+            return Err(self.wrong(name, XLA_FFI_ATTR_TYPE_SCALAR, ty));
         }
         // SAFETY: a SCALAR attribute points at an XLA_FFI_Scalar valid for the call.
         let s = unsafe { &*(ptr as *const XLA_FFI_Scalar) };
         if s.dtype as u32 != element.xla_code() || s.value.is_null() {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongAttributeType,
-                format!(
-                    "attribute `{name}`: expected {element}, got {}",
-                    element_name(s.dtype)
-                ),
-            ));
+            return Err(self.wrong_dtype(name, "scalar", element, s.dtype));
         }
         Ok(s.value as *const c_void)
     }
@@ -284,7 +311,7 @@ impl<'f> Dictionary<'f> {
     pub(crate) fn attr_bytes(&self, name: &str) -> Result<&'f [u8], OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_STRING {
-            return Err(self.wrong(name, "is not a string"));
+            return Err(self.wrong(name, XLA_FFI_ATTR_TYPE_STRING, ty));
         }
         // SAFETY: a STRING attribute points at a byte span valid for the call.
         let s = unsafe { &*(ptr as *const XLA_FFI_ByteSpan) };
@@ -307,20 +334,12 @@ impl<'f> Dictionary<'f> {
     pub(crate) fn attr_array<T: Element + NotBool>(&self, name: &str) -> Result<&'f [T], OpError> {
         let (ty, ptr) = self.attr(name)?;
         if ty != XLA_FFI_ATTR_TYPE_ARRAY {
-            return Err(self.wrong(name, "is not an array"));
+            return Err(self.wrong(name, XLA_FFI_ATTR_TYPE_ARRAY, ty));
         }
         // SAFETY: an ARRAY attribute points at an XLA_FFI_Array valid for the call.
         let a = unsafe { &*(ptr as *const XLA_FFI_Array) };
         if a.dtype as u32 != T::ELEMENT_TYPE.xla_code() {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongAttributeType,
-                format!(
-                    "attribute `{name}`: expected an array of {}, got {}",
-                    T::ELEMENT_TYPE,
-                    element_name(a.dtype)
-                ),
-            ));
+            return Err(self.wrong_dtype(name, "array", T::ELEMENT_TYPE, a.dtype));
         }
         if a.size == 0 {
             return Ok(&[]);
@@ -368,5 +387,16 @@ fn kind_of(ty: i32, ptr: *mut c_void) -> AttrKind {
         XLA_FFI_ATTR_TYPE_STRING => AttrKind::Str,
         XLA_FFI_ATTR_TYPE_DICTIONARY => AttrKind::Dictionary,
         other => AttrKind::Other(other),
+    }
+}
+
+/// XLA's name of an attribute kind (`XLA_FFI_AttrType`), as its C++ FFI prints it.
+fn kind_name(kind: i32) -> &'static str {
+    match kind {
+        XLA_FFI_ATTR_TYPE_ARRAY => "array",
+        XLA_FFI_ATTR_TYPE_DICTIONARY => "dictionary",
+        XLA_FFI_ATTR_TYPE_SCALAR => "scalar",
+        XLA_FFI_ATTR_TYPE_STRING => "string",
+        _ => "attribute of an unknown kind",
     }
 }
