@@ -70,3 +70,13 @@ pub fn histogram_add(
     total.as_mut_slice()[0] += sum;
     Ok(())
 }
+
+/// `mask = !mask`, in place: a `bool` tensor updated in place, whose input bytes the handler
+/// checks (0 or 1) before the kernel reads them as `bool`s.
+#[custom_op(name = "example::toggle")]
+pub fn toggle(#[inout] mut mask: TensorMut<'_, bool>) -> Result<(), OpError> {
+    for m in mask.as_mut_slice() {
+        *m = !*m;
+    }
+    Ok(())
+}

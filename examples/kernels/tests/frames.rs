@@ -104,7 +104,7 @@ fn pointers() {
     refused(f, seed(), Refusal::Misaligned, "not aligned for f32");
     let msg = overlap_case();
     assert!(
-        msg.contains("[overlap]") && msg.contains("output `y` overlaps an input"),
+        msg.contains("[overlap]") && msg.contains("output `y` overlaps input buffer 0"),
         "{msg}"
     );
 }

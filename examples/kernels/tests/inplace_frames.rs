@@ -121,3 +121,54 @@ fn an_array_and_a_scalar_in_place() {
         2.5
     );
 }
+
+#[test]
+fn a_bool_updated_in_place_is_checked_before_the_kernel_reads_it() {
+    let h: Handler = ip::toggle::customop_handler_example_toggle;
+    // Aliased (XLA's in-place buffer) and separate: a byte other than 0 or 1 is refused, and
+    // the input is left as it was.
+    for aliased in [true, false] {
+        let mut f = Frame::new(
+            vec![buf(PRED, &[3], &[1, 2, 0])],
+            vec![zeros(PRED, &[3], 1)],
+        );
+        if aliased {
+            f.aliased.push((0, 0, 0));
+        }
+        let m = refused(
+            f,
+            h,
+            Refusal::BadBool,
+            "parameter `mask`: element 1 is the byte 2, a bool is 0 or 1",
+        );
+        assert!(m.contains("example::toggle"), "{m}");
+    }
+    let mut f = Frame::new(
+        vec![buf(PRED, &[3], &[1, 0, 0])],
+        vec![zeros(PRED, &[3], 1)],
+    );
+    f.aliased.push((0, 0, 0));
+    f.call(h).unwrap();
+    assert_eq!(f.args[0].bytes.get(), &[0, 1, 1]);
+}
+
+#[test]
+fn a_result_updated_in_place_that_overlaps_another_result_is_refused() {
+    // histogram_add(x, counts, total): `total`'s result inside `counts`' result buffer.
+    let h: Handler = ip::histogram_add::customop_handler_example_histogram_add;
+    let counts = buf(S64, &[2], &[0u8; 16]);
+    let total = buf(F64, &[], &0f64.to_le_bytes());
+    let mut f = Frame::new(
+        vec![f32s(&[1], &[0.5]), counts, total],
+        vec![zeros(S64, &[2], 8), zeros(F64, &[], 8)],
+    )
+    .attr("lo", AttrValue::Scalar(F32, 0f32.to_le_bytes().to_vec()))
+    .attr("hi", AttrValue::Scalar(F32, 1f32.to_le_bytes().to_vec()));
+    f.aliased_results.push((1, 0, 8));
+    refused(
+        f,
+        h,
+        Refusal::Overlap,
+        "`counts`, updated in place, overlaps result 1",
+    );
+}

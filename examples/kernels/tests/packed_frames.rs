@@ -50,7 +50,7 @@ fn another_type_or_an_overlap_is_refused() {
     let p: Handler = lb::pack_i4::customop_handler_example_pack_i4;
     let mut f = Frame::new(vec![buf(S32, &[4], &[0; 16])], vec![zeros(S4, &[4], 1)]);
     f.aliased.push((0, 0, 0));
-    refused(f, p, Refusal::Overlap, "overlaps an input buffer");
+    refused(f, p, Refusal::Overlap, "overlaps input buffer");
 }
 
 #[test]

@@ -367,18 +367,21 @@ impl<'f> CallCx<'f> {
         let n = self.typed_as(&raw, name, raw.dims.len(), element, align)?;
         // `typed_as` refused a count whose bytes do not fit.
         let bytes = element.packed_bytes(n).unwrap_or(usize::MAX);
-        self.claim_output(i, name, raw.data as usize, bytes)?;
+        self.claim_output(i, name, raw.data as usize, bytes, None)?;
         Ok((raw, n, bytes))
     }
 
     /// Takes result `i` (`name`), the `bytes` at `start`, for one writable view: refused if it
-    /// overlaps an input or another result, or was taken before.
+    /// overlaps an input or another result, or was taken before. `own_input`, for a tensor
+    /// updated in place, is its operand's index: that operand may be the same buffer (XLA
+    /// aliased them), never a part of it.
     pub(super) fn claim_output(
         &self,
         i: usize,
         name: &str,
         start: usize,
         bytes: usize,
+        own_input: Option<usize>,
     ) -> Result<(), OpError> {
         let overlaps = |(at, len): (usize, usize)| {
             bytes > 0
@@ -386,11 +389,18 @@ impl<'f> CallCx<'f> {
                 && start < at.saturating_add(len)
                 && at < start.saturating_add(bytes)
         };
-        if self.buffer_ranges(true).any(|(_, r)| overlaps(r)) {
+        let what = match own_input {
+            Some(_) => format!("`{name}`, updated in place,"),
+            None => format!("output `{name}`"),
+        };
+        if let Some((j, _)) = self
+            .buffer_ranges(true)
+            .find(|&(j, r)| overlaps(r) && !(own_input == Some(j) && r.0 == start))
+        {
             return Err(op_err(
                 self.op,
                 Refusal::Overlap,
-                format!("output `{name}` overlaps an input buffer"),
+                format!("{what} overlaps input buffer {j}"),
             ));
         }
         if let Some((j, _)) = self
@@ -400,7 +410,7 @@ impl<'f> CallCx<'f> {
             return Err(op_err(
                 self.op,
                 Refusal::Overlap,
-                format!("output `{name}` overlaps result {j}"),
+                format!("{what} overlaps result {j}"),
             ));
         }
         self.take(i, name)

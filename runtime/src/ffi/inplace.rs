@@ -37,39 +37,13 @@ impl<'f> CallCx<'f> {
         }
         let bytes = n * core::mem::size_of::<T>();
         let (start, from) = (out.data as usize, input.data as usize);
-        let overlaps = |(at, len): (usize, usize)| {
-            bytes > 0
-                && len > 0
-                && start < at.saturating_add(len)
-                && at < start.saturating_add(bytes)
-        };
-        // Its own operand may be the same buffer; any other overlap is refused.
-        if let Some((j, _)) = self
-            .buffer_ranges(true)
-            .find(|&(j, r)| overlaps(r) && !(j == arg && start == from))
-        {
-            return Err(op_err(
-                self.op,
-                Refusal::Overlap,
-                format!("`{name}`, updated in place, overlaps input buffer {j}"),
-            ));
-        }
-        if let Some((j, _)) = self
-            .buffer_ranges(false)
-            .find(|&(j, r)| j != ret && overlaps(r))
-        {
-            return Err(op_err(
-                self.op,
-                Refusal::Overlap,
-                format!("`{name}`, updated in place, overlaps result {j}"),
-            ));
-        }
         if T::ELEMENT_TYPE == ElementType::Bool && n > 0 {
             // SAFETY: the input holds `n` one-byte elements (checked dtype and shape), valid
             // for the call; checked before anything is written.
             unsafe { self.check_bools(input.data as *const u8, n, name)? };
         }
-        self.take(ret, name)?;
+        // Its own operand may be the same buffer; any other overlap is refused.
+        self.claim_output(ret, name, start, bytes, Some(arg))?;
         if n == 0 {
             return Ok(TensorMut::from_checked(&mut [], out.dims));
         }

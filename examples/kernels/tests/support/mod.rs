@@ -133,6 +133,9 @@ pub struct Frame {
     /// `(result, argument, byte offset)`: the result's data pointer is the argument's plus
     /// the offset (XLA's aliasing, or a crafted overlap).
     pub aliased: Vec<(usize, usize, usize)>,
+    /// `(result, other result, byte offset)`: a result's data pointer inside another's (a
+    /// crafted overlap of two results).
+    pub aliased_results: Vec<(usize, usize, usize)>,
 }
 
 struct Recorded {
@@ -169,6 +172,7 @@ impl Frame {
             null_arg_types: false,
             raw_names: None,
             aliased: Vec::new(),
+            aliased_results: Vec::new(),
         }
     }
 
@@ -208,6 +212,10 @@ impl Frame {
         for &(r, a, offset) in &self.aliased {
             // The argument's pointer plus an offset inside (or just past) its allocation.
             ret_bufs[r].data = arg_bufs[a].data.cast::<u8>().wrapping_add(offset).cast();
+        }
+        for &(r, q, offset) in &self.aliased_results {
+            // Another result's pointer plus an offset inside its allocation.
+            ret_bufs[r].data = ret_bufs[q].data.cast::<u8>().wrapping_add(offset).cast();
         }
         let mut arg_types: Vec<i32> = self.args.iter().map(|b| b.kind).collect();
         let mut ret_types: Vec<i32> = self.rets.iter().map(|b| b.kind).collect();
