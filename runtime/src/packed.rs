@@ -110,7 +110,8 @@ packed_int!(
 /// A 4-bit float, 2 exponent bits (bias 1) and 1 mantissa bit, finite: ±0, ±0.5, ±1, ±1.5,
 /// ±2, ±3, ±4, ±6, no infinities or NaN (MLIR `f4E2M1FN`, XLA `F4E2M1FN`,
 /// `ml_dtypes.float4_e2m1fn`; the OCP MXFP4 element). From `f32`: round to nearest, ties to
-/// even; beyond ±6 (infinities too) saturates to ±6, and NaN becomes `-0`, as ml_dtypes does.
+/// even; beyond ±6 (infinities too) saturates to ±6, and a NaN becomes the zero of the other
+/// sign (`-0` from a positive NaN, `+0` from a negative one), as ml_dtypes does.
 #[derive(Clone, Copy, Default)]
 #[repr(transparent)]
 pub struct F4E2M1FN(u8);
@@ -150,7 +151,9 @@ impl F4E2M1FN {
         let b = x.to_bits();
         let sign = ((b >> 31) as u8) << 3;
         if x.is_nan() {
-            return F4E2M1FN(0x8);
+            // The type has no NaN: a zero, of the sign opposite the NaN's, as ml_dtypes gives
+            // (its conversion goes through a comparison that a NaN fails, which flips it).
+            return F4E2M1FN(if sign == 0 { 0x8 } else { 0x0 });
         }
         // Compared by bits, never with the FPU: XLA flushes denormals, and every midpoint of
         // this type is a normal f32 (the smallest, 0.25, is 2^-2).
@@ -464,6 +467,7 @@ mod tests {
             (-0.25, 0x8),
             (-100.0, 0xF),
             (f32::NAN, 0x8),
+            (-f32::NAN, 0x0),
         ];
         for (x, code) in cases {
             assert_eq!(F4E2M1FN::from_f32(x).to_bits(), code, "{x}");

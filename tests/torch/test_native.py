@@ -190,6 +190,32 @@ class AllOrNothing(unittest.TestCase):
         # rms_norm of ones is ones, scaled by 2 and shifted by 0.5 (NormCfg ScaleShift).
         self.assertIn("rms_norm: [[2.5, 2.5, 2.5], [2.5, 2.5, 2.5]]", r.stdout)
 
+    def test_register_all_skips_the_ops_torch_has_already(self):
+        """`customop_torch_register_all` in a process where the Python path defined every op:
+        each is skipped, named, and the library's other work goes on (before, the first one
+        failed the whole call); the ops still run, by the Python path's kernels."""
+        script = textwrap.dedent("""
+            import ctypes, os, torch
+            import customop.torch as ct
+            from customop.torch.native import libtorch_path
+
+            path = os.environ["CUSTOMOP_KERNELS"]
+            ct.load(path, native=False)
+            so = ctypes.CDLL(path)
+            so.customop_torch_register_all.restype = ctypes.c_int64
+            message = ctypes.create_string_buffer(1 << 16)
+            n = so.customop_torch_register_all(libtorch_path().encode(), message, len(message))
+            text = message.value.decode()
+            print("registered:", n)
+            print("sqrt skipped:", "example::checked_sqrt: torch has it already" in text)
+            print("sqrt:", torch.ops.example.checked_sqrt(torch.tensor([4.0, 9.0])).tolist())
+        """)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("registered: 0", r.stdout)
+        self.assertIn("sqrt skipped: True", r.stdout)
+        self.assertIn("sqrt: [2.0, 3.0]", r.stdout)
+
 
 class Calls(unittest.TestCase):
     def test_non_contiguous_inputs_are_read_in_order(self):

@@ -61,7 +61,7 @@ class PackedTensors(unittest.TestCase):
         mids = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
         x = np.concatenate([values, mids, np.nextafter(mids, np.float32(np.inf)),
                             np.nextafter(mids, np.float32(-np.inf)),
-                            np.array([7.0, -7.0, 100.0, np.inf, -np.inf, np.nan, -0.0, 1e-45,
+                            np.array([7.0, -7.0, 100.0, np.inf, -np.inf, np.nan, -np.nan, -0.0, 1e-45,
                                       -1e-45], np.float32),
                             np.random.default_rng(0).normal(size=500).astype(np.float32) * 3])
         got = np.asarray(crosscheck.jit(PATH, OPS.round_f4)(x))
@@ -113,6 +113,12 @@ class MatmulI4(unittest.TestCase):
                                    atol=2 ** -8 * np.abs(want).max())
         g = jax.grad(lambda x: OPS.matmul_i4(x, w, s).astype(np.float32).sum())(x)
         self.assertEqual(g.dtype, ml_dtypes.bfloat16)
+        # The gradient's values: d sum(y) / dx = dequant(w) summed over its columns, within
+        # bf16's rounding of the f64 value (accumulated in f32, rounded once).
+        want = deq.reshape(256, 64).sum(axis=1)[None, :].repeat(8, axis=0)
+        np.testing.assert_allclose(np.asarray(g).astype(np.float64), want, rtol=2 ** -8,
+                                   atol=2 ** -8 * np.abs(want).max())
+        self.assertGreater(np.abs(want).max(), 0.0)
 
     def test_unsigned_weights_with_zero_points(self):
         """`matmul_u4_zp`: (w - zeros) · scales, GPTQ-style, against numpy in f64."""
@@ -174,6 +180,22 @@ class Mxfp4AndQuantizers(unittest.TestCase):
             got = np.asarray(crosscheck.jit(PATH, OPS.matmul_mxfp4)(x, w, s))
             deq = w.astype(np.float64) * np.repeat(s.astype(np.float64), 32, axis=0)
             np.testing.assert_allclose(got, x.astype(np.float64) @ deq, rtol=1e-5, atol=1e-4)
+
+    def test_matmul_mxfp4_at_the_extreme_scales(self):
+        """Scale codes 0 (2^-127, an f32 subnormal, which XLA's threads flush) to 254 and NaN
+        (255), with both paths (M = 1, register tiles where built for AVX2; M = 8): each column
+        against numpy's f64 product of the dequantized weights. Code 0 gave 0 for 32 ones."""
+        for m in (1, 8):
+            x = np.ones((m, 64), np.float32)
+            w = np.full((64, 8), 1.0, np.float32).astype(ml_dtypes.float4_e2m1fn)
+            codes = np.array([[0, 1, 2, 127, 128, 253, 254, 255], [0, 0, 1, 120, 130, 1, 2, 0]],
+                             np.uint8)
+            s = codes.view(ml_dtypes.float8_e8m0fnu)
+            got = np.asarray(crosscheck.jit(PATH, OPS.matmul_mxfp4)(x, w, s))
+            deq = w.astype(np.float64) * np.repeat(s.astype(np.float64), 32, axis=0)
+            want = (x.astype(np.float64) @ deq).astype(np.float32)
+            self.assertEqual(got[0, 0], np.float32(2.0 ** -122) * 2, got[0])
+            np.testing.assert_array_equal(got, want)
 
     def test_quantize_i4_equals_numpys(self):
         w = np.random.default_rng(4).normal(size=(256, 64)).astype(np.float32)

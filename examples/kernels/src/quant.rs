@@ -11,7 +11,7 @@
 use customop::prelude::*;
 use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, U4, bf16};
 use std::borrow::Cow;
-use tiles::block_matmul;
+use tiles::{Scales, block_matmul};
 
 mod tiles;
 
@@ -102,7 +102,10 @@ pub fn matmul_i4<T: Act>(
             w.bytes(),
             shape,
             |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
-            &s,
+            Scales {
+                coarse: &s,
+                fine: None,
+            },
             out,
         );
     });
@@ -149,7 +152,10 @@ pub fn matmul_u4_zp<T: Act>(
             w.bytes(),
             shape,
             |b| [f32::from(b & 0xF), f32::from(b >> 4)],
-            &s,
+            Scales {
+                coarse: &s,
+                fine: None,
+            },
             out,
         );
         for (row, o) in out.chunks_exact_mut(n.max(1)).enumerate() {
@@ -236,15 +242,31 @@ pub fn matmul_mxfp4(
 ) -> Result<(), OpError> {
     let dims = (x.dims(), w.dims(), scales.dims());
     let shape = product_shape("matmul_mxfp4", dims.0, dims.1, dims.2, Some(MX_BLOCK))?;
-    // The scales as f32s, once (2^-127 and 2^-126... are exact f32s; a product with a
-    // subnormal one is flushed to zero where XLA flushes denormals).
-    let s: Vec<f32> = scales.as_slice().iter().map(|c| c.apply(1.0)).collect();
+    // The scales as f32s, once: 2^-126 and up are normal f32s; 2^-127 (code 0) is a subnormal,
+    // which XLA's threads read as zero (they flush denormals), so a group's sum takes it as
+    // 0.5 then 2^-126, both normal (the product 2^-122 of 32 ones came out 0 before).
+    let codes = scales.as_slice();
+    let coarse: Vec<f32> = codes
+        .iter()
+        .map(|c| match c.to_bits() {
+            0 => f32::MIN_POSITIVE,
+            _ => c.to_f32(),
+        })
+        .collect();
+    let fine: Vec<f32> = codes
+        .iter()
+        .map(|c| if c.to_bits() == 0 { 0.5 } else { 1.0 })
+        .collect();
+    let fine = codes.iter().any(|c| c.to_bits() == 0).then_some(&fine[..]);
     block_matmul(
         x.as_slice(),
         w.bytes(),
         shape,
         f4_pair,
-        &s,
+        Scales {
+            coarse: &coarse,
+            fine,
+        },
         y.as_mut_slice(),
     );
     Ok(())

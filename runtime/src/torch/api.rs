@@ -77,6 +77,78 @@ pub(crate) struct Api {
     _lib: libloading::os::unix::Library,
 }
 
+/// torch's dtypes by their C ABI code (c10's `ScalarType`, in the order its header lists them;
+/// the codes are stable across releases), as Python names them: for messages about a tensor
+/// of a dtype the running torch's C shim gives no function for (torch 2.9 has no
+/// `aoti_torch_dtype_float8_e8m0fnu`), so that the refusal names the type, not a number.
+const TORCH_DTYPE_NAMES: [&str; 46] = [
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "bool",
+    "qint8",
+    "quint8",
+    "qint32",
+    "bfloat16",
+    "quint4x2",
+    "quint2x4",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "bits8",
+    "bits16",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "float8_e5m2fnuz",
+    "float8_e4m3fnuz",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint1",
+    "uint2",
+    "uint3",
+    "uint4",
+    "uint5",
+    "uint6",
+    "uint7",
+    "int1",
+    "int2",
+    "int3",
+    "int4",
+    "int5",
+    "int6",
+    "int7",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+];
+
+/// `torch.float8_e8m0fnu (f8E8M0FNU)` for torch dtype `code`: its Python name, and the customop
+/// element type of that name if there is one; `torch dtype code N` for a code this table has
+/// not.
+pub(crate) fn torch_dtype_name(code: i32) -> String {
+    let Some(name) = usize::try_from(code)
+        .ok()
+        .and_then(|i| TORCH_DTYPE_NAMES.get(i))
+    else {
+        return format!("torch dtype code {code}");
+    };
+    match crate::ElementType::ALL
+        .iter()
+        .find(|e| e.numpy_name() == *name)
+    {
+        Some(e) => format!("torch.{name} ({e})"),
+        None => format!("torch.{name}"),
+    }
+}
+
 /// `RTLD_NOLOAD` (glibc): open only a library that is already loaded.
 const RTLD_NOLOAD: c_int = 4;
 

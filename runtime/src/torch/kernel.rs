@@ -226,8 +226,12 @@ pub(crate) unsafe fn run(
                 }
                 if v.element.is_none() {
                     return Err(Failure::Schema(format!(
-                        "{}: operand `{}` is torch dtype code {}, which no customop kernel takes",
-                        schema.name, p.name, v.dtype
+                        "{}: operand `{}` is {}, which no customop kernel takes from this \
+                         torch's stable C ABI (torch 2.9's names no float8_e8m0fnu: use torch \
+                         2.10 or later, or load the library with native=False)",
+                        schema.name,
+                        p.name,
+                        super::api::torch_dtype_name(v.dtype)
                     )));
                 }
                 if let ParamKind::Tensor { dtype, .. } = &p.kind {

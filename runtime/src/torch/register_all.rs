@@ -15,9 +15,13 @@ use std::sync::Mutex;
 /// `customop.torch.load` would otherwise do it. `libtorch` is the path of the `libtorch_cpu.so`
 /// the process has loaded. Ops torch cannot call ([`torch_refusal`]), and on torch 2.9 those
 /// with `str`, descriptor or list attributes (2.9 passes them to no native kernel; the Python
-/// path carries them), are skipped, each named in `message`. Returns the number of ops
-/// registered (those registered by an earlier call count, not registered again), or -1 with
-/// the reason in `message`. The definitions stay for the process.
+/// path carries them), are skipped, each named in `message`; so is an op torch has already
+/// (defined by `customop.torch.load`'s Python path, or by another library). Each op is defined
+/// and registered as a whole: when its kernels cannot be registered, its definition is taken
+/// back, so that no op is left defined without a kernel. Returns the number of ops registered
+/// (those registered by an earlier call count, not registered again), or -1 with the reason in
+/// `message` (a panic in customop included: it does not cross into C). The definitions stay
+/// for the process.
 ///
 /// # Safety
 /// `libtorch` is NUL-terminated; `message` is null or writable for `cap` bytes; torch is
@@ -28,7 +32,7 @@ pub unsafe extern "C" fn customop_torch_register_all(
     message: *mut c_char,
     cap: usize,
 ) -> i64 {
-    match register_all(c_str(libtorch)) {
+    match crate::c_abi::guarded(|| register_all(c_str(libtorch))) {
         Ok((n, skipped)) => {
             let text = if skipped.is_empty() {
                 format!("{n} ops registered")
@@ -83,18 +87,52 @@ fn register_all(libtorch: Option<&str>) -> Result<(usize, Vec<String>), String> 
         if !registered {
             // What `register` needs, checked before torch is told of the op.
             crate::plan::Plan::new(schema)?;
-            define(api, schema)?;
-            register(Some(libtorch), Some(&schema.name), Some(&schema.name))?;
+            let Some(fragment) = define(api, schema)? else {
+                skipped.push(format!(
+                    "{}: torch has it already (defined by customop.torch.load's Python path, \
+                     or by another library)",
+                    schema.name
+                ));
+                continue;
+            };
+            if let Err(e) = register(Some(libtorch), Some(&schema.name), Some(&schema.name)) {
+                // All or nothing: the definition goes with the kernels that failed.
+                fragment.delete(api);
+                return Err(e);
+            }
+            fragment.keep();
         }
         done += 1;
     }
     Ok((done, skipped))
 }
 
-/// Defines op `schema` in torch, under its own name, with its native schema: a fragment of its
-/// namespace, kept for the process.
-fn define(api: &'static Api, schema: &crate::schema::OpSchema) -> Result<(), String> {
-    static FRAGMENTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// The fragments that define this library's ops, kept for the process.
+static FRAGMENTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// A fragment holding one op's definition, until it is kept or deleted.
+struct Fragment(LibraryHandle);
+
+impl Fragment {
+    /// Keeps the definition for the process.
+    fn keep(self) {
+        FRAGMENTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.0 as usize);
+    }
+
+    /// Takes the definition back (torch unregisters what a deleted library registered).
+    fn delete(self, api: &Api) {
+        // SAFETY: a live handle `library_init_fragment` returned, deleted once (consumed).
+        unsafe { (api.delete_library_object)(self.0) };
+    }
+}
+
+/// Defines op `schema` in torch, under its own name, with its native schema, in a fragment of
+/// its namespace; `None` (nothing defined) when torch refuses the schema, which it does for an
+/// op it has already.
+fn define(api: &'static Api, schema: &crate::schema::OpSchema) -> Result<Option<Fragment>, String> {
     let (ns, _) = schema
         .name
         .split_once("::")
@@ -110,16 +148,11 @@ fn define(api: &'static Api, schema: &crate::schema::OpSchema) -> Result<(), Str
     if status != 0 || lib.is_null() {
         return Err(format!("torch refused a fragment for `{}`", schema.name));
     }
-    FRAGMENTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(lib as usize);
+    let fragment = Fragment(lib);
     // SAFETY: a live library handle and a NUL-terminated schema.
     if unsafe { (api.library_def)(lib, c_def.as_ptr()) } != 0 {
-        return Err(format!(
-            "torch refused the schema of `{}`: {text} (is it defined already?)",
-            schema.name
-        ));
+        fragment.delete(api);
+        return Ok(None);
     }
-    Ok(())
+    Ok(Some(fragment))
 }

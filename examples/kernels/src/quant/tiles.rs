@@ -3,6 +3,37 @@
 
 /// Columns of the output computed by one task.
 const BLOCK: usize = 256;
+
+/// The factor each group's sum is scaled by, per group row and column: `coarse`, or where a
+/// scale is an `f32` subnormal (MXFP4's `2^-127`), which XLA's threads read as zero (they
+/// flush denormals), two normal factors: the sum times `fine`, then times `coarse`.
+#[derive(Clone, Copy)]
+pub(super) struct Scales<'a> {
+    /// The scales, or their normal part.
+    pub coarse: &'a [f32],
+    /// What the sum is multiplied by first, where some scale needs it.
+    pub fine: Option<&'a [f32]>,
+}
+
+impl Scales<'_> {
+    /// `t += a · scale` for each column of `range` (`a` the group sums).
+    #[inline(always)]
+    fn add(&self, range: core::ops::Range<usize>, a: &[f32], t: &mut [f32]) {
+        let s = &self.coarse[range.clone()];
+        match self.fine {
+            None => {
+                for ((t, &a), &s) in t.iter_mut().zip(a).zip(s) {
+                    *t += a * s;
+                }
+            }
+            Some(fine) => {
+                for (((t, &a), &s), &f) in t.iter_mut().zip(a).zip(s).zip(&fine[range]) {
+                    *t += (a * f) * s;
+                }
+            }
+        }
+    }
+}
 /// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte (`w`),
 /// `pair(byte)` their two values (low nibble first), and `scales: [k / group, n]`; written
 /// into `out: [m, n]`.
@@ -17,7 +48,7 @@ pub(super) fn block_matmul(
     w: &[u8],
     (m, k, n, group): (usize, usize, usize, usize),
     pair: impl Fn(u8) -> [f32; 2] + Sync,
-    scales: &[f32],
+    scales: Scales<'_>,
     out: &mut [f32],
 ) {
     let registers = cfg!(target_feature = "avx2") && m <= ROWS;
@@ -30,7 +61,7 @@ fn product(
     w: &[u8],
     (m, k, n, group): (usize, usize, usize, usize),
     pair: impl Fn(u8) -> [f32; 2] + Sync,
-    scales: &[f32],
+    scales: Scales<'_>,
     out: &mut [f32],
     registers: bool,
 ) {
@@ -80,11 +111,9 @@ fn product(
                     }
                 }
             }
-            let s = &scales[g * n + n0..g * n + n0 + width];
+            let range = g * n + n0..g * n + n0 + width;
             for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
-                for ((t, &a), &s) in t[..width].iter_mut().zip(&a[..width]).zip(s) {
-                    *t += a * s;
-                }
+                scales.add(range.clone(), &a[..width], &mut t[..width]);
             }
         }
     });
@@ -123,7 +152,7 @@ fn register_tile(
     b: &Block<'_>,
     (g, c, r0): (usize, usize, usize),
     pair: &impl Fn(u8) -> [f32; 2],
-    scales: &[f32],
+    scales: Scales<'_>,
     tile: &mut [f32],
 ) {
     let rows = ROWS.min(b.xs.len() / b.k - r0);
@@ -151,13 +180,16 @@ fn register_tile(
             }
         }
     }
-    let s = &scales[g * b.n + b.n0 + 2 * c..][..2 * bytes];
+    let start = g * b.n + b.n0 + 2 * c;
     for (r, a) in acc.iter().enumerate().take(rows) {
         let t = &mut tile[(r0 + r) * BLOCK + 2 * c..][..2 * bytes];
-        for (j, (t, s)) in t.chunks_exact_mut(2).zip(s.chunks_exact(2)).enumerate() {
-            t[0] += a[0][j] * s[0];
-            t[1] += a[1][j] * s[1];
+        // The even and odd columns' sums back in column order.
+        let mut sums = [0.0f32; 2 * CHUNK];
+        for j in 0..bytes {
+            sums[2 * j] = a[0][j];
+            sums[2 * j + 1] = a[1][j];
         }
+        scales.add(start..start + 2 * bytes, &sums[..2 * bytes], t);
     }
 }
 
@@ -174,7 +206,7 @@ fn mul_add(a: f32, b: f32, c: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, product};
+    use super::{BLOCK, Scales, product};
 
     /// Both paths against the plain triple loop, on shapes with partial blocks and partial
     /// register tiles (`n` not a multiple of `2 · CHUNK` nor of `BLOCK`), 1 to 5 rows.
@@ -205,15 +237,11 @@ mod tests {
             }
             for registers in [false, true] {
                 let mut got = vec![f32::NAN; m * n];
-                product(
-                    &xs,
-                    &w,
-                    (m, k, n, group),
-                    pair,
-                    &scales,
-                    &mut got,
-                    registers,
-                );
+                let scales = Scales {
+                    coarse: &scales,
+                    fine: None,
+                };
+                product(&xs, &w, (m, k, n, group), pair, scales, &mut got, registers);
                 // Integers and quarter scales: every sum is exact in f32, in any order.
                 assert_eq!(got, want, "m {m} n {n} registers {registers}");
             }
