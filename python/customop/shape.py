@@ -5,7 +5,13 @@ from tensor dimensions (`x.dim(1)`), integer attributes (`k`), lengths of array 
 Evaluated exactly as Rust does: 64-bit signed integers, an overflow, a division by zero or a
 division (`/`, `%`, `ceil_div`) of or by a negative number is an error (never a wrapped or
 truncated value); `/` rounds down, `ceil_div` up. `eval_size` also refuses a negative size, and zero from a computed expression.
-The manifest carries each expression as a JSON tree; `parse` reads it."""
+The manifest carries each expression as a JSON tree; `parse` reads it.
+
+On a symbolic size (a torch `SymInt`, a JAX shape-polymorphic dimension) the same refusals hold
+for every size the trace stands for, never by forcing the size to a value: a concrete divisor
+or operand is checked as it is; a condition on a symbolic value is the front end's own (torch:
+`torch._check`, a guard that `torch.export` reports against its `Dim` ranges; JAX: a decision
+from the dimension's bounds and constraints, refused when it is not known for every size)."""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = ["Lit", "Dim", "Attr", "Len", "Bin", "Expr", "ShapeExprError", "parse", "apply",
-           "OPS", "as_int", "concrete"]
+           "OPS", "as_int", "concrete", "require"]
 
 _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 
@@ -58,11 +64,24 @@ def concrete(v: Any) -> int | None:
 
 def apply(op: str, a: Any, b: Any) -> Any:
     """`a op b` on 64-bit integers, as Rust's `BinOp::apply`. On a symbolic size the same
-    arithmetic runs on the front end's symbolic values, unchecked here (the handler checks the
-    sizes it is given at run time); `min` and `max` of a symbolic size are refused (they would
-    need the front end's own)."""
+    arithmetic runs on the front end's symbolic values, with the same refusals of a division
+    (see the module documentation; overflow is not checked there); `min` and `max` of a
+    symbolic size are refused (they would need the front end's own)."""
     ca, cb = concrete(a), concrete(b)
     if ca is None or cb is None:
+        if op in ("div", "rem", "ceil_div"):
+            text = lambda: _symbolic_text(op, a, b)  # noqa: E731
+            if cb == 0:
+                raise ShapeExprError("`%s` divides by zero" % text())
+            for v in (a, b):
+                if concrete(v) is not None and concrete(v) < 0:
+                    raise ShapeExprError("`%s` divides a negative number (a size expression "
+                                         "divides only sizes)" % text())
+            if cb is None:
+                require(b, 1, lambda: "`%s` divides by zero or by a negative number" % text())
+            if ca is None:
+                require(a, 0, lambda: "`%s` divides a negative number (a size expression "
+                                      "divides only sizes)" % text())
         return _apply_symbolic(op, a, b)
     a, b = ca, cb
     if op in ("div", "rem", "ceil_div") and b == 0:
@@ -74,6 +93,46 @@ def apply(op: str, a: Any, b: Any) -> Any:
     if not _I64_MIN <= r <= _I64_MAX:
         raise ShapeExprError("`%s` overflows a 64-bit integer" % Bin(op, Lit(a), Lit(b)).text())
     return r
+
+
+def require(v: Any, low: int, message: Callable[[], str]) -> None:
+    """Requires symbolic size `v >= low` for every size it stands for, by the front end's own
+    means, never forcing `v` to a value: a torch `SymInt` by `torch._check` (a guard, or a
+    refusal when the traced size breaks it; `torch.export` reports a guard that a `Dim`'s range
+    does not satisfy, with the range that would); a JAX dimension by its bounds and the
+    constraints of `jax.export.symbolic_shape`, refused when they do not decide it. Another
+    front end's symbolic value is not compared here. `ShapeExprError(message())` on refusal."""
+    module = type(v).__module__
+    if module == "torch" or module.startswith("torch."):
+        import torch
+
+        torch._check_with(ShapeExprError, v >= low, message)
+    elif module.startswith("jax."):
+        try:
+            holds = v >= low
+        except Exception as e:
+            # jax.errors.InconclusiveDimensionOperation (jax 0.12; jax 0.10 has it only in
+            # jax._src.core): by name.
+            if not any(c.__name__ == "InconclusiveDimensionOperation" for c in type(e).__mro__):
+                raise
+            raise ShapeExprError(
+                "%s for some sizes of the symbolic dimensions: give jax.export.symbolic_shape "
+                "the constraint `%s >= %d` (or constraints that imply it)"
+                % (message(), v, low)) from None
+        if not holds:
+            raise ShapeExprError(message())
+
+
+def _symbolic_text(op: str, a: Any, b: Any) -> str:
+    """`a op b` as a message shows it, symbolic operands by the front end's text."""
+    def operand(v: Any) -> str:
+        t = str(v)
+        return "(%s)" % t if " " in t else t
+
+    symbol = OPS[op][0]
+    if symbol is None:
+        return "%s(%s, %s)" % (op, a, b)
+    return "%s %s %s" % (operand(a), symbol, operand(b))
 
 
 def _apply_symbolic(op: str, a: Any, b: Any) -> Any:
@@ -195,7 +254,10 @@ def eval_size(e: Expr, env: Env) -> int:
     v = e.eval(env)
     c = concrete(v)
     if c is None:
-        # Symbolic: the front end's value, checked by the handler on the sizes it gets.
+        # Symbolic: the same refusals, by the front end's own means (`require`). A dimension
+        # as it is (`x.dim(1)`) is a size already.
+        if is_computed(e):
+            require(v, 1, lambda: "it is %s, below 1 (a computed size is at least 1)" % v)
         return v
     if c < 0 or (c == 0 and is_computed(e)):
         raise ShapeExprError("it is %d, not a size" % c)

@@ -1,7 +1,8 @@
 """Shape rules on symbolic sizes (`customop.shape`): evaluated by the size's own arithmetic,
 never forced to an int nor compared (either would fail in `jax.export` with shape
 polymorphism, or specialise a `torch.compile` graph); concrete sizes are checked as before;
-`min`/`max` of a symbolic size refused by name. A stand-in symbolic size that raises on any
+`min`/`max` of a symbolic size refused by name; a division by a constant zero or negative
+number, or of a constant negative one, refused as on concrete sizes. A stand-in symbolic size that raises on any
 comparison or conversion stands for JAX's and torch's (their own are tested through the front
 ends: tests/xla/test_computed_shapes.py, tests/torch/test_transforms.py).
 
@@ -77,6 +78,17 @@ class SymbolicSizes(unittest.TestCase):
         self.assertEqual(eval_size(POOL, env(10)), 5)
         with self.assertRaisesRegex(ShapeExprError, "divides a negative number"):
             eval_size(POOL, env(1))
+
+    def test_a_division_by_zero_or_a_negative_constant_is_refused(self):
+        """Known when the rule is evaluated, whatever the symbolic size (never compared): Rust
+        refuses these for every size. Before: `n // 0` raised Python's ZeroDivisionError, and a
+        negative stride gave a negative size."""
+        for stride, refusal in ((0, "divides by zero"), (-2, "divides a negative number")):
+            e = Env(lambda p: (4, Sym("n")) if p == "x" else None, {"k": 2, "stride": stride})
+            with self.assertRaisesRegex(ShapeExprError, refusal):
+                eval_size(POOL, e)
+        with self.assertRaisesRegex(ShapeExprError, "divides a negative number"):
+            eval_size(Bin("div", Lit(-1), Dim("x", 1)), env(Sym("n")))
 
     def test_min_and_max_of_a_symbolic_size_are_refused_by_name(self):
         for op in ("min", "max"):

@@ -366,8 +366,8 @@ class Compile(unittest.TestCase):
 
     def test_torch_export_with_dynamic_dims(self):
         """torch.export with both dims dynamic: the rule on SymInts, one program for every size
-        in the ranges (n from 4: from 2, torch's own 0/1 specialisation would want the output
-        length never to be 1)."""
+        in the ranges (n from 4: from 2, torch's metadata pass guards the output length away
+        from 1, see test_torch_export_from_the_smallest_length)."""
 
         class Pool(torch.nn.Module):
             def forward(self, x):
@@ -382,6 +382,62 @@ class Compile(unittest.TestCase):
             got = ep.module()(x)
             self.assertEqual(tuple(got.shape), (shape[0], (shape[1] - 2) // 2 + 1))
             torch.testing.assert_close(got, Pool()(x), rtol=0, atol=0)
+
+
+    def test_torch_export_from_the_smallest_length(self):
+        """Dim("n", min=2), the smallest length mean_pool(k=2, stride=2) takes (one output).
+        The fake implementation adds no guard of its own (a ShapeEnv holds none after it);
+        torch's metadata pass does: `(n // 2) != 1`, from `guard_or_false(x == 1)` in
+        torch/_prims_common `check_contiguous_sizes_strides` on a backed size (torch 2.9 to
+        2.15, as for torch's own avg_pool1d; pytorch/pytorch#165032), which torch.export reports
+        against the range. `backed_size_oblivious` keeps it a static question: the program
+        runs at n = 2, 3 and 9."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                           StatelessSymbolicContext)
+
+        env = ShapeEnv()
+        mode = FakeTensorMode(shape_env=env)
+        x = mode.from_tensor(torch.randn(3, 8, dtype=torch.float64),
+                             symbolic_context=StatelessSymbolicContext(
+                                 dynamic_sizes=[DimDynamic.STATIC, DimDynamic.DYNAMIC]))
+        with mode:
+            y = ops.example.mean_pool(x, k=2, stride=2)
+        self.assertEqual(str(y.shape[1]), "(%s//2)" % x.shape[1])
+        self.assertEqual(env.guards, [])
+
+        class Pool(torch.nn.Module):
+            def forward(self, x):
+                return ops.example.mean_pool(x, k=2, stride=2)
+
+        n = torch.export.Dim("n", min=2)
+        with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+            ep = torch.export.export(Pool(), (torch.randn(3, 8, dtype=torch.float64),),
+                                     dynamic_shapes={"x": {1: n}})
+        for length in (2, 3, 9):
+            x = torch.randn(3, length, dtype=torch.float64)
+            torch.testing.assert_close(ep.module()(x), Pool()(x), rtol=0, atol=0)
+
+    def test_torch_export_refused_as_rust_refuses(self):
+        """On a symbolic length the rule's refusals hold for every size in the range: a stride
+        of 0 or below is refused by name (before: Python's ZeroDivisionError, torch's "negative
+        dimension"); a window longer than the range's shortest row is a guard that torch.export
+        reports with the range that would do (before: torch's "AssertionError: 29/3 <= n")."""
+
+        def pool(**kw):
+            class Pool(torch.nn.Module):
+                def forward(self, x):
+                    return ops.example.avg_pool(x, **kw)
+            return Pool()
+
+        x = torch.randn(3, 12)
+        for stride, refusal in ((0, "divides by zero"), (-1, "divides a negative number")):
+            with self.assertRaisesRegex(SchemaError, r"example::avg_pool: .*" + refusal):
+                torch.export.export(pool(k=2, stride=stride, pad=0), (x,),
+                                    dynamic_shapes={"x": {1: torch.export.Dim("n", min=2)}})
+        with self.assertRaisesRegex(Exception, r"n = Dim\('n', min=10\)"):
+            torch.export.export(pool(k=10, stride=1, pad=0), (x,),
+                                dynamic_shapes={"x": {1: torch.export.Dim("n", min=2)}})
 
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor",

@@ -245,12 +245,13 @@ class Grad(unittest.TestCase):
 
     def test_differentiable_ops_are_exactly_those_with_a_backward(self):
         with_vjp = sorted(op.name for op in OPS if op.schema.vjp is not None)
-        self.assertEqual(with_vjp, ["example::apply_taps", "example::gather_rows",
+        self.assertEqual(with_vjp, ["example::apply_taps", "example::fp8_affine",
+                                    "example::gather_rows",
                                     "example::matmul_i4", "example::mean_pool",
-                                    "example::rms_norm_nd",
+                                    "example::mulw", "example::rms_norm_nd",
                                     "example::rms_norm_t", "example::rms_norm_t_bwd",
                                     "example::scale_rows", "example::softplus",
-                                    "example::softplus_bwd"])
+                                    "example::softplus_bwd", "example::wnorm"])
 
     def test_jit_grad_matches_jnp(self):
         c = RNG.normal(size=(4, 6))
@@ -414,7 +415,7 @@ class Export(unittest.TestCase):
         exported program runs at three sizes, each equal to the concrete call. Before: JAX's
         "Symbolic dimension used in a context that requires a constant"."""
         f = lambda x: OPS.example.mean_pool(x, k=2, stride=2)  # noqa: E731
-        b, n = jax.export.symbolic_shape("b, n")
+        b, n = jax.export.symbolic_shape("b, n", constraints=("n >= 2",))
         exp = export(f, jax.ShapeDtypeStruct((b, n), np.float32), lib=LIB)
         self.assertEqual(str(exp.out_avals[0].shape), "(b, floordiv(n - 2, 2) + 1)")
         back = jax.export.deserialize(exp.serialize())
@@ -423,6 +424,23 @@ class Export(unittest.TestCase):
             got = np.asarray(back.call(x))
             self.assertEqual(got.shape, (shape[0], (shape[1] - 2) // 2 + 1))
             np.testing.assert_array_equal(got, np.asarray(f(x)))
+
+    def test_symbolic_shapes_refused_as_rust_refuses_them(self):
+        """The rule's refusals hold for every size the symbolic dimensions stand for: mean_pool
+        divides `n - k`, so `n >= k` must follow from the constraints, or the export is refused
+        naming the constraint (before: exported, and at n = 1 the program returned an empty
+        result where every eager call refuses); a stride of 0 or below is refused by name
+        (before: Python's ZeroDivisionError, and a program of size `3 - n`)."""
+        b, n = jax.export.symbolic_shape("b, n")
+        spec = jax.ShapeDtypeStruct((b, n), np.float32)
+        with self.assertRaisesRegex(SchemaError, r"example::mean_pool: output `y`: .*"
+                                                 r"the constraint `n - 2 >= 0`"):
+            export(lambda x: OPS.example.mean_pool(x, k=2, stride=2), spec, lib=LIB)
+        b, n = jax.export.symbolic_shape("b, n", constraints=("n >= 2",))
+        spec = jax.ShapeDtypeStruct((b, n), np.float32)
+        for stride, refusal in ((0, "divides by zero"), (-1, "divides a negative number")):
+            with self.assertRaisesRegex(SchemaError, r"example::mean_pool: .*" + refusal):
+                export(lambda x: OPS.example.mean_pool(x, k=2, stride=stride), spec, lib=LIB)
 
     def test_annotated_serialised_deserialised_and_run(self):
         exp = export(self.model, self.blob, self.x, lib=LIB)
