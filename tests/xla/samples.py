@@ -64,6 +64,13 @@ def _pos(shape: tuple[int, ...], dtype: Any = np.float32, seed: int = 0) -> np.n
     return np.random.default_rng(seed).uniform(1.0, 4.0, size=shape).astype(dtype)
 
 
+# A value of every primitive descriptor field type (`example::FieldTypes`).
+FIELD_TYPES = {"flag": True, "int8": -8, "int16": -16, "int32": -32, "int64": -64, "uint8": 8,
+               "uint16": 16, "uint32": 32, "uint64": 64, "half": 0.5, "brain": 1.5,
+               "single": 2.5, "double": 3.5, "f8e4m3fn": 4.0, "f8e5m2": 5.0, "f8e4m3": 6.0,
+               "f8e3m4": 7.0, "f8e4m3fnuz": 8.0, "f8e5m2fnuz": 9.0, "f8e4m3b11fnuz": 10.0,
+               "f8e8m0fnu": 16.0}
+
 NORM_CFG = Descriptor("example::NormCfg", {"scale": 2.0, "shift": 0.5, "mode": "ScaleShift"})
 
 
@@ -136,6 +143,17 @@ def calls(lib: Any) -> list[Call]:
                                      x23], batched=(1,)),
         Call("example::apply_taps_bwd", [pack("example::Taps", {"bias": 1.0, "taps": [
             float(i) for i in range(16)]}), x23], batched=(1,)),
+        Call("example::mulw", [x23, x23[::-1].copy()], batched=(0, 1)),
+        Call("example::mulw_bwd", [x23, x23[::-1].copy()], batched=(0, 1)),
+        Call("example::mulw_jvp", [x23, x23[::-1].copy()], batched=(0, 1)),
+        Call("example::wnorm", [cplx, x23], batched=(0, 1)),
+        Call("example::wnorm_bwd", [cplx, x23], batched=(0, 1)),
+        Call("example::wnorm_jvp", [cplx, x23], batched=(0, 1)),
+        Call("example::fp8_affine", [q, x23], batched=(0, 1)),
+        Call("example::fp8_affine_bwd", [q, x23], batched=(0, 1)),
+        Call("example::fp8_affine_jvp", [q, x23], batched=(0, 1)),
+        Call("example::field_values", [pack("example::FieldTypes", FIELD_TYPES), x23],
+             batched=(1,)),
         Call("example::gather_rows", [x23, np.array([1, 0, 1], np.int32)], batched=(0, 1)),
         Call("example::gather_rows_bwd", [x23, np.array([1, 0, 1], np.int32),
                                           _pos((3, 3))], batched=(0, 1, 2)),
@@ -195,6 +213,7 @@ def calls(lib: Any) -> list[Call]:
         Call("example::sum_squares", [x46], batched=(0,)),
         Call("example::table_dot", [table, x23], batched=(1,)),
         Call("example::table_dot_copy", [table, x23], batched=(1,)),
+        Call("example::toggle", [mask.copy()], batched=(0,)),
         Call("example::top_k", [x46[0].copy()], {"k": 2}, batched=(0,)),
         Call("example::unlucky", [x23], batched=(0,)),
         Call("example::windowed", [x23], {"n": 4}, batched=(0,)),
