@@ -149,9 +149,30 @@ fn cached<T: OpState>(cx: &CallCx<'_>) -> Result<Arc<T>, OpError> {
 /// The frame's API table if its state functions are used: a table of a known minor
 /// (`api_table`: 0.2 to 0.5; from 0.3, jaxlib's, their arguments have a `stage`), a 0.2 one
 /// only if the runner verified it (its pinned plugin; other minor-2 builds laid
-/// `XLA_FFI_TypeInfo` out otherwise). Any other table: the process cache.
-fn table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_ThreadPool> {
-    api_table(frame).filter(|t| t.head.api_version.minor_version != 2 || trusted_v2(t))
+/// `XLA_FFI_TypeInfo` out otherwise). `None` where no XLA calls (a fabricated frame, the eager
+/// path: the process cache serves); an error where XLA calls with a table customop does not
+/// read, which would otherwise share one state among call sites without a word.
+fn table<'f>(
+    frame: &'f XLA_FFI_CallFrame,
+    op: &str,
+) -> Result<Option<&'f XLA_FFI_Api_ThreadPool>, OpError> {
+    if let Some(t) = api_table(frame)
+        && (t.head.api_version.minor_version != 2 || trusted_v2(t))
+    {
+        return Ok(Some(t));
+    }
+    match super::table::version(frame) {
+        Some((major, minor)) => Err(op_err(
+            op,
+            Refusal::BadState,
+            format!(
+                "XLA calls with its FFI table {major}.{minor}, which customop cannot use for a \
+                 state per call site (it reads 0.3 to 0.5, and 0.2 of the plugin the runner \
+                 verified): refused rather than one state shared by every call site"
+            ),
+        )),
+        None => Ok(None),
+    }
 }
 
 /// XLA's deleter of a state of type `T`.
@@ -259,7 +280,7 @@ unsafe fn call_state(
 /// call site's attributes and hands it to XLA. Where XLA has no state functions, nothing is
 /// built here (executions use the process cache).
 pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
-    let Some(t) = table(cx.frame) else {
+    let Some(t) = table(cx.frame, cx.op)? else {
         return Ok(());
     };
     let Some(set) = t.state_set else {
@@ -286,7 +307,7 @@ pub fn instantiate<T: OpState>(cx: &CallCx<'_>) -> Result<(), OpError> {
 /// The state of an execution: XLA's for this call site if it instantiated it, else the
 /// process cache's.
 pub(super) fn get<'f, T: OpState>(cx: &CallCx<'f>) -> Result<StateRef<'f, T>, OpError> {
-    if let Some(t) = table(cx.frame)
+    if let Some(t) = table(cx.frame, cx.op)?
         && let Some(get) = t.state_get
     {
         let api = t as *const XLA_FFI_Api_ThreadPool as usize;

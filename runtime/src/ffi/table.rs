@@ -69,6 +69,21 @@ pub(crate) fn api_table(frame: &XLA_FFI_CallFrame) -> Option<&XLA_FFI_Api_Thread
     unsafe { table_at(frame.api) }
 }
 
+/// The FFI API version `(major, minor)` of the table XLA calls with, when XLA calls (a frame
+/// with a table and an invoke context; fabricated frames and the eager path have none).
+pub(crate) fn version(frame: &XLA_FFI_CallFrame) -> Option<(i32, i32)> {
+    if frame.ctx.is_null() || frame.api.is_null() {
+        return None;
+    }
+    // SAFETY: a frame's `api` is XLA's table, valid for the call; its head is the same in
+    // every version.
+    let head = unsafe { &*frame.api };
+    Some((
+        head.api_version.major_version,
+        head.api_version.minor_version,
+    ))
+}
+
 /// The table at `api` as far as [`XLA_FFI_Api_ThreadPool`] describes it, if it is of this
 /// major version, a minor whose layout is known ([`KNOWN_MINORS`]), and that long.
 ///

@@ -119,7 +119,11 @@ pub struct Frame {
     pub rets: Vec<Buf>,
     pub attrs: Vec<(String, AttrValue)>,
     pub api_major: i32,
+    pub api_minor: i32,
     pub api_present: bool,
+    /// A non-null execution context, as XLA calls with (never read here: with an API table
+    /// customop does not read, nothing is called through it).
+    pub xla_ctx: bool,
     pub frame_size: usize,
     pub args_size: Option<i64>,
     /// A metadata probe instead of an execution: the version the handler wrote.
@@ -164,7 +168,9 @@ impl Frame {
             rets,
             attrs: Vec::new(),
             api_major: XLA_FFI_API_MAJOR,
+            api_minor: 5,
             api_present: true,
+            xla_ctx: false,
             frame_size: XLA_FFI_CallFrame_STRUCT_SIZE,
             args_size: None,
             probe: false,
@@ -313,7 +319,7 @@ impl Frame {
                 struct_size: size_of::<XLA_FFI_Api_Version>(),
                 extension_start: null_mut(),
                 major_version: self.api_major,
-                minor_version: 5,
+                minor_version: self.api_minor,
             },
             internal_api: null(),
             error_create: Some(record_error),
@@ -345,7 +351,11 @@ impl Frame {
                 null_mut()
             },
             api: if self.api_present { &api } else { null() },
-            ctx: null_mut(),
+            ctx: if self.xla_ctx {
+                core::ptr::NonNull::dangling().as_ptr()
+            } else {
+                null_mut()
+            },
             stage: self.stage,
             args: XLA_FFI_Args {
                 struct_size: size_of::<XLA_FFI_Args>(),

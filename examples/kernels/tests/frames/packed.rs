@@ -2,13 +2,9 @@
 //! read and written as it is, an output's spare bits zero, and the handler's refusals (another
 //! element type, an output over an input) before the kernel runs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
+use super::support::*;
 use customop::Refusal;
 use customop_example_kernels::low_bit as lb;
-use support::*;
 
 const S4: i32 = 21;
 

@@ -3,13 +3,9 @@
 //! checked, and the handler refuses no attribute as undeclared. (Nested dictionaries come from
 //! real XLA: tests/xla/test_ffi_ports.py.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
+use super::support::*;
 use customop::Refusal;
 use customop_example_kernels::attributes as a;
-use support::*;
 
 fn i64_of(b: &Buf) -> i64 {
     i64::from_le_bytes(b.bytes.get()[..8].try_into().unwrap())

@@ -3,13 +3,9 @@
 //! separate result buffer gets the input's values first; a result that overlaps another input
 //! or only part of its own, or has another shape, is refused before the kernel runs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
-
+use super::support::*;
 use customop::Refusal;
 use customop_example_kernels::in_place as ip;
-use support::*;
 
 fn scale() -> Handler {
     ip::scale_in_place::customop_handler_example_scale_in_place
