@@ -9,7 +9,15 @@ export CUSTOMOP_PYTHON="$PWD/target/xla-venv/bin/python"
 TORCH_NEWEST_PYTHON="$PWD/target/torch-venv/bin/python"
 # The oldest jax customop supports (0.10.0): the JAX-only tests run on it too.
 JAX_OLDEST_PYTHON="$PWD/target/jax-oldest-venv/bin/python"
-step() { printf '\n=== %s\n' "$*" >&2; }
+# Each step's wall time, to target/step-times.log (printed, slowest first, at the end).
+mkdir -p target
+: > target/step-times.log
+STEP_NAME="" STEP_START=$SECONDS
+step() {
+  [ -z "$STEP_NAME" ] || printf '%5d s  %s\n' $((SECONDS - STEP_START)) "$STEP_NAME" >> target/step-times.log
+  STEP_NAME="$*" STEP_START=$SECONDS
+  printf '\n=== %s\n' "$*" >&2
+}
 # One full run, not an edit loop: incremental caches would only take disk (~1 GB).
 export CARGO_INCREMENTAL=0
 
@@ -105,8 +113,8 @@ if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
 fi
 step "the handler layer under valgrind memcheck (fabricated frames and eager calls, no MLIR)"
 bins=$(cargo test --locked -p customop-example-kernels --test frames --test eager --no-run 2>&1 |
-  sed -n 's/.*Executable tests\/[a-z_]*\.rs (\(.*\))/\1/p')
-[ -n "$bins" ] || { echo "no test binaries to run under valgrind" >&2; exit 1; }
+  sed -n 's/.*Executable tests\/[a-z_/]*\.rs (\(.*\))/\1/p')
+[ "$(echo "$bins" | wc -w)" = 2 ] || { echo "not the two test binaries to run under valgrind: $bins" >&2; exit 1; }
 for b in $bins; do
   valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 2>&1 | grep -E '^(test result|==[0-9]+==)'
   echo "$b: valgrind memcheck, 0 errors"
@@ -168,6 +176,7 @@ for native in 1 0; do
   py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
   py_tests "packed sub-byte tensors and quantized kernels from torch (uint8 / float4_e2m1fn_x2 bytes), native=$native" tests/torch/test_low_bit.py
   py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
+  py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
 done
 # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
 export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
@@ -180,6 +189,7 @@ for native in 1 0; do
   py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
   py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
   py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
+  py_tests "which inputs and outputs have a derivative on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
   # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
   py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"
   py_tests "one op for several element types on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_generic_ops.py "$TORCH_NEWEST_PYTHON"
@@ -196,6 +206,7 @@ py_tests "#[state] built once per call site at XLA's instantiate stage; a constr
 py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
 py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
 py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
+py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
 py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
 py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
 # The command line (cli/; `cargo test` builds only its unit tests) on the seed module the Rust
@@ -206,6 +217,7 @@ export CUSTOMOP_CLI="$PWD/target/debug/customop"
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
+py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py
 step "wheels: customop's and the example kernels' (pip wheel examples/kernels), installed into new venvs, ops called from JAX and torch outside the repository"
 bash scripts/wheels.sh
 echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
@@ -221,6 +233,7 @@ py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.
 py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$JAX_OLDEST_PYTHON"
 py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
 py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
+py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
 py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
 py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
 py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"
@@ -286,6 +299,10 @@ echo "PJRT cross-check: $total programs run by both jaxlib and the Rust runner, 
 step "mdbook build, links and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src
+step "end"
+echo "Where the time went (seconds a step, slowest first):" >&2
+sort -rn target/step-times.log | head -20 >&2
+echo "all steps: $SECONDS s" >&2
 # One closing line over every test binary's result (unit, integration, UI, doc).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -102,14 +102,28 @@ class Int4(unittest.TestCase):
         np.testing.assert_array_equal(s.numpy(), want_s)
 
     def test_one_compiled_graph_for_every_m(self):
+        """torch.compile(dynamic=True): one graph (counted by a backend of this test's own,
+        which hands each graph to inductor) for M = 3, 8 and 5, the packed weights' shapes
+        static; M = 1 is a second, as torch specializes a size of 1 (its 0/1 rule). Without
+        dynamic shapes each M compiles again: the count would say so."""
         rng = np.random.default_rng(5)
         _, w = weights(rng, 128, 32)
         s = torch.from_numpy(rng.uniform(0.01, 0.02, size=(1, 32)).astype(np.float32))
+        graphs = []
+
+        def counting(gm, example_inputs):
+            from torch._inductor.compile_fx import compile_fx
+
+            graphs.append(gm)
+            return compile_fx(gm, example_inputs)
+
+        torch._dynamo.reset()
         f = torch.compile(lambda x: ops.example.matmul_i4(x, w, s), dynamic=True,
-                          fullgraph=True)
-        for m in (1, 3, 8):
+                          fullgraph=True, backend=counting)
+        for m, compiled in ((3, 1), (8, 1), (5, 1), (1, 2)):
             x = torch.from_numpy(rng.normal(size=(m, 128)).astype(np.float32))
             self.assertTrue(torch.equal(f(x), ops.example.matmul_i4(x, w, s)))
+            self.assertEqual(len(graphs), compiled, m)
 
     def test_what_torch_cannot_hold_is_refused_by_name(self):
         x, s = torch.ones(1, 8), torch.ones(1, 4)
