@@ -2,7 +2,10 @@
 # Coverage-guided fuzzing (libFuzzer through libfuzzer-sys, SanitizerCoverage on the stable
 # toolchain) of what customop reads from outside: `signature` (program text: the runner's MLIR
 # tokenizer and signature reader), `compiled_program` (the protobuf a plugin returns),
-# `descriptor` (descriptor bytes). Usage: scripts/fuzz.sh [SECONDS per target] [TARGET...].
+# `descriptor` (descriptor bytes), `npy` (the command line's `.npy` reader), `external`
+# (external values from JSON and TOML into the descriptor packer), `attributes` (XLA attribute
+# dictionaries into an `#[attrs]` handler) and `jax_export` (a serialized `jax.export`).
+# Usage: scripts/fuzz.sh [SECONDS per target] [TARGET...].
 # Each target starts from the checked-in seeds (runtime/fuzz/corpus/<target>/) plus what earlier
 # runs kept (target/fuzz-corpus/<target>/); a crash fails the run, its input saved under
 # target/fuzz-artifacts/<target>/. Prints, per target, the executions, seconds and crashes.
@@ -11,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(signature compiled_program descriptor)
+[ ${#targets[@]} -gt 0 ] || targets=(signature compiled_program descriptor npy external attributes jax_export)
 triple=$(rustc -vV | sed -n 's/^host: //p')
 # As cargo-fuzz instruments (no sanitizer): inline 8-bit counters, the PC table and compare
 # tracing for libFuzzer; debug assertions and overflow checks on, so an overflow is a crash.

@@ -16,10 +16,12 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod jax_export;
 mod npy;
 mod ops;
 mod plugin;
 mod run;
+mod values;
 
 /// What went wrong, by kind (each its exit status).
 #[derive(Debug)]

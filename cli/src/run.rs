@@ -3,7 +3,9 @@
 //! libraries' handlers; inputs from `.npy`, externals packed from JSON or TOML by their
 //! descriptor's layout, outputs printed or written to `.npy`/`.npz`.
 
+use crate::jax_export::{BYTECODE, jax_export_module};
 use crate::npy::{self, Array};
+use crate::values::value_of;
 use crate::{Failure, ops};
 use customop::descriptor::{Layout, pack_value};
 use customop::pjrt::{Client, HostTensor, Param, Program, RunError};
@@ -19,41 +21,6 @@ pub struct Request {
     pub inputs: Vec<String>,
     pub externals: Vec<String>,
     pub out: Option<PathBuf>,
-}
-
-/// MLIR bytecode's magic.
-const BYTECODE: &[u8] = b"ML\xefR";
-
-/// The module of a serialized `jax.export.Exported` (`exported.serialize()`, a flatbuffer whose
-/// root table's field 13, `mlir_module_serialized`, holds the module's bytecode), or `None`
-/// when `bytes` is not one. Every offset is checked against the buffer.
-pub fn jax_export_module(bytes: &[u8]) -> Option<&[u8]> {
-    let u32_at = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at.checked_add(4)?)?;
-        usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
-    };
-    let u16_at = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at.checked_add(2)?)?;
-        Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
-    };
-    let table = u32_at(0)?;
-    let b = bytes.get(table..table.checked_add(4)?)?;
-    let vtable =
-        i64::try_from(table).ok()? - i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    let vtable = usize::try_from(vtable).ok()?;
-    const FIELD: usize = 4 + 2 * 13;
-    if u16_at(vtable)? <= FIELD {
-        return None;
-    }
-    let field = u16_at(vtable + FIELD)?;
-    if field == 0 {
-        return None;
-    }
-    let at = table.checked_add(field)?;
-    let vector = at.checked_add(u32_at(at)?)?;
-    let len = u32_at(vector)?;
-    let module = bytes.get(vector + 4..vector.checked_add(4)?.checked_add(len)?)?;
-    module.starts_with(BYTECODE).then_some(module)
 }
 
 /// Reads the program: MLIR bytecode, a serialized `jax.export`, else text.
@@ -92,45 +59,6 @@ fn layout<'m>(manifests: &'m [Value], name: &str) -> Option<&'m Value> {
         .iter()
         .flat_map(ops::descriptors)
         .find(|d| d["name"] == name)
-}
-
-/// A JSON or TOML file's value (by its extension; JSON otherwise), as the descriptor packer
-/// takes it ([`customop::descriptor::pack_value`]).
-pub fn value_of(path: &Path) -> Result<Value, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-    let toml = path.extension().is_some_and(|x| x == "toml");
-    let fail = |e: String| Failure::Input(format!("{}: {e}", path.display()));
-    if toml {
-        let table: toml::Table = toml::from_str(&text).map_err(|e| fail(e.to_string()))?;
-        from_toml(toml::Value::Table(table)).map_err(fail)
-    } else {
-        serde_json::from_str(&text).map_err(|e| fail(e.to_string()))
-    }
-}
-
-/// A TOML value as the packer's JSON: its floats JSON has no literal for (`inf`, `nan`, which
-/// TOML writes) as the strings `"inf"`, `"-inf"`, `"nan"` the packer reads.
-fn from_toml(v: toml::Value) -> Result<Value, String> {
-    Ok(match v {
-        toml::Value::String(s) => Value::String(s),
-        toml::Value::Integer(i) => Value::from(i),
-        toml::Value::Float(x) if x.is_nan() => Value::from("nan"),
-        toml::Value::Float(x) if x.is_infinite() => {
-            Value::from(if x > 0.0 { "inf" } else { "-inf" })
-        }
-        toml::Value::Float(x) => Value::from(x),
-        toml::Value::Boolean(b) => Value::Bool(b),
-        toml::Value::Datetime(d) => return Err(format!("a date ({d}) is no descriptor value")),
-        toml::Value::Array(a) => {
-            Value::Array(a.into_iter().map(from_toml).collect::<Result<_, _>>()?)
-        }
-        toml::Value::Table(t) => Value::Object(
-            t.into_iter()
-                .map(|(k, v)| Ok((k, from_toml(v)?)))
-                .collect::<Result<_, String>>()?,
-        ),
-    })
 }
 
 /// The host tensor of argument `p` from `.npy` array `a` (read from `what`), checked.
@@ -254,7 +182,7 @@ fn arguments(
                 spec.descriptor, spec.fingerprint, layout.fingerprint
             )));
         }
-        let bytes = pack_value(&layout, &value_of(Path::new(file))?)
+        let bytes = pack_value(&layout, &value_of(Path::new(file)).map_err(Failure::Input)?)
             .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
         if bytes.len() != spec.size {
             return Err(Failure::Input(format!(
