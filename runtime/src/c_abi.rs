@@ -167,17 +167,45 @@ pub unsafe extern "C" fn customop_descriptor_pack(
     message: *mut c_char,
     message_cap: usize,
 ) -> i32 {
-    // SAFETY: NUL-terminated or null (the contract).
-    let name = unsafe { c_str(name) };
-    // SAFETY: readable for `len` bytes (the contract).
-    let text = unsafe { bytes_at(json, len) };
-    let result = guarded(|| {
-        let layout = layout_of(name)?;
+    let pack = |layout: &'static crate::descriptor::Layout, text: &[u8]| {
         let value: serde_json::Value = serde_json::from_slice(text)
             .map_err(|e| format!("descriptor `{}`: the value is not JSON: {e}", layout.name))?;
         crate::descriptor::pack_value(layout, &value).map_err(|e| e.to_string())
-    });
-    let result = result.map(|bytes| {
+    };
+    // SAFETY: the caller's contract is `descriptor_call`'s.
+    unsafe {
+        descriptor_call(
+            name,
+            json,
+            len,
+            pack,
+            (out, cap, written),
+            (message, message_cap),
+        )
+    }
+}
+
+/// The descriptor entry points' common part: `f` on descriptor `name`'s layout and the `len`
+/// input bytes, its output delivered into `out` (`cap` bytes, the count in `*written`), its
+/// error or panic into `message`.
+///
+/// # Safety
+/// `name` is null or NUL-terminated; `input` is readable for `len` bytes; `out` is null or
+/// writable for `cap` bytes; `written` is null or writable; `message` is null or writable for
+/// `message_cap` bytes.
+unsafe fn descriptor_call(
+    name: *const c_char,
+    input: *const u8,
+    len: usize,
+    f: impl FnOnce(&'static crate::descriptor::Layout, &[u8]) -> Result<Vec<u8>, String>,
+    (out, cap, written): (*mut u8, usize, *mut usize),
+    (message, message_cap): (*mut c_char, usize),
+) -> i32 {
+    // SAFETY: NUL-terminated or null (the contract).
+    let name = unsafe { c_str(name) };
+    // SAFETY: readable for `len` bytes (the contract).
+    let input = unsafe { bytes_at(input, len) };
+    let result = guarded(|| f(layout_of(name)?, input)).map(|bytes| {
         // SAFETY: `out` and `written` as the contract says.
         unsafe { deliver(&bytes, out, cap, written) }
     });
@@ -204,22 +232,22 @@ pub unsafe extern "C" fn customop_descriptor_unpack(
     message: *mut c_char,
     message_cap: usize,
 ) -> i32 {
-    // SAFETY: NUL-terminated or null (the contract).
-    let name = unsafe { c_str(name) };
-    // SAFETY: readable for `len` bytes (the contract).
-    let bytes = unsafe { bytes_at(data, len) };
-    let result = guarded(|| {
-        let layout = layout_of(name)?;
+    let unpack = |layout: &'static crate::descriptor::Layout, bytes: &[u8]| {
         let value = crate::descriptor::unpack_value(layout, bytes)
             .map_err(|e| format!("{e} [bad_descriptor]"))?;
-        Ok(value.to_string())
-    });
-    let result = result.map(|text| {
-        // SAFETY: `out` and `written` as the contract says.
-        unsafe { deliver(text.as_bytes(), out, cap, written) }
-    });
-    // SAFETY: `message` is null or writable for `message_cap` bytes (the contract).
-    unsafe { report(result, message, message_cap) }
+        Ok(value.to_string().into_bytes())
+    };
+    // SAFETY: the caller's contract is `descriptor_call`'s.
+    unsafe {
+        descriptor_call(
+            name,
+            data,
+            len,
+            unpack,
+            (out, cap, written),
+            (message, message_cap),
+        )
+    }
 }
 
 /// The C string at `p`, if it is one and UTF-8.
