@@ -11,24 +11,16 @@
 //! The tangent op is linear in the tangents it takes. Externals, attributes and other tensors
 //! have none. An op with a `&mut` external or an opaque result declares none.
 
+use super::rule::{check_common, has_named, strip};
 use super::{
-    Msg, ParamSig, Role, Rule, Signature, check_no_state, check_residual_of, differentiable, find,
-    same_tensor, str_eq,
+    Msg, ParamSig, Role, Rule, Signature, check_residual_of, differentiable, find, same_tensor,
+    str_eq,
 };
 use crate::schema::{JvpInput, JvpSchema, JvpSource, JvpTangent};
 
 /// `name` without the `t_` prefix, or `None`.
 const fn strip_t(name: &str) -> Option<&str> {
-    let b = name.as_bytes();
-    if b.len() > 2 && b[0] == b't' && b[1] == b'_' {
-        let (_, rest) = b.split_at(2);
-        match core::str::from_utf8(rest) {
-            Ok(s) => Some(s),
-            Err(_) => None,
-        }
-    } else {
-        None
-    }
+    strip(name, b't')
 }
 
 /// The forward parameter whose tangent `t` is (`t_<name>` naming a forward tensor input), if any.
@@ -43,12 +35,7 @@ const fn tangent_of(fwd: &Signature, t: ParamSig) -> Option<ParamSig> {
 }
 
 const fn head(fwd: &Signature, tan: &Signature) -> Msg {
-    Msg::new()
-        .push("jvp of `")
-        .push(fwd.name)
-        .push("` by `")
-        .push(tan.name)
-        .push("`: ")
+    super::rule::head(fwd, tan, Rule::Tangent)
 }
 
 /// Checks that `tan` is a valid tangent op of `fwd` (see the module's documentation): `Err`
@@ -57,28 +44,8 @@ const fn head(fwd: &Signature, tan: &Signature) -> Msg {
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
 pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
-    if fwd.opaque_result {
-        return Err(head(fwd, tan).push(
-            "an op with an opaque result declares no forward-mode rule (the result has no tangent)",
-        ));
-    }
-    if tan.opaque_result {
-        return Err(head(fwd, tan).push("a tangent op returns tangents only, not an opaque result"));
-    }
-    if let Err(m) = check_no_state(fwd, tan, head(fwd, tan), Rule::Tangent) {
+    if let Err(m) = check_common(fwd, tan, Rule::Tangent) {
         return Err(m);
-    }
-    let mut i = 0;
-    while i < tan.params.len() {
-        let t = tan.params[i];
-        i += 1;
-        let checked = match t.role {
-            Role::Output => check_output_tangent(fwd, tan, t),
-            _ => check_input(fwd, tan, t),
-        };
-        if let Err(m) = checked {
-            return Err(m);
-        }
     }
     // Every differentiable input's tangent is taken, every differentiable output's returned.
     let mut i = 0;
@@ -90,7 +57,7 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
             Role::Output => (Role::Output, "it returns no tangent of output `"),
             _ => continue,
         };
-        if !differentiable(p.dtype) || has_tangent(tan, role, p.name) {
+        if !differentiable(p.dtype) || has_named(tan, role, b't', p.name) {
             continue;
         }
         let m = head(fwd, tan)
@@ -112,25 +79,9 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
     Ok(())
 }
 
-/// Whether `tan` has `t_<name>` with role `role`.
-const fn has_tangent(tan: &Signature, role: Role, name: &str) -> bool {
-    let mut j = 0;
-    while j < tan.params.len() {
-        let t = tan.params[j];
-        j += 1;
-        if t.role as u8 == role as u8
-            && let Some(of) = strip_t(t.name)
-            && str_eq(of, name)
-        {
-            return true;
-        }
-    }
-    false
-}
-
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
+pub(super) const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
     if !matches!(t.role, Role::Input) || strip_t(t.name).is_none() || find(fwd, t.name).is_some() {
         return check_residual_of(fwd, t, head(fwd, tan), Rule::Tangent);
     }
@@ -166,7 +117,11 @@ const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<()
 
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-const fn check_output_tangent(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
+pub(super) const fn check_output_tangent(
+    fwd: &Signature,
+    tan: &Signature,
+    t: ParamSig,
+) -> Result<(), Msg> {
     let out = match strip_t(t.name) {
         Some(of) => find(fwd, of),
         None => None,

@@ -22,7 +22,7 @@ mod msg;
 mod rule;
 pub use jvp::{check as check_jvp, schema as jvp_schema};
 pub use msg::Msg;
-use rule::{Rule, check_no_state, check_residual_of};
+use rule::{Rule, check_common, check_residual_of, has_named};
 
 /// An element type as a signature carries it: one type, or a type parameter's allowed types.
 #[derive(Clone, Copy, Debug)]
@@ -95,16 +95,7 @@ const fn str_eq(a: &str, b: &str) -> bool {
 
 /// `name` without the `d_` prefix, or `None`.
 const fn strip_d(name: &str) -> Option<&str> {
-    let b = name.as_bytes();
-    if b.len() > 2 && b[0] == b'd' && b[1] == b'_' {
-        let (_, rest) = b.split_at(2);
-        match core::str::from_utf8(rest) {
-            Ok(s) => Some(s),
-            Err(_) => None,
-        }
-    } else {
-        None
-    }
+    rule::strip(name, b'd')
 }
 
 const fn find(sig: &Signature, name: &str) -> Option<ParamSig> {
@@ -209,12 +200,7 @@ pub const fn differentiable(d: SigDtype) -> bool {
 }
 
 const fn head(fwd: &Signature, bwd: &Signature) -> Msg {
-    Msg::new()
-        .push("vjp of `")
-        .push(fwd.name)
-        .push("` by `")
-        .push(bwd.name)
-        .push("`: ")
+    rule::head(fwd, bwd, Rule::Backward)
 }
 
 /// Checks that `bwd` is a valid backward op of `fwd` (see the module's documentation): `Err`
@@ -223,25 +209,8 @@ const fn head(fwd: &Signature, bwd: &Signature) -> Msg {
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
 pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
-    if fwd.opaque_result {
-        return Err(head(fwd, bwd).push(
-            "an op with an opaque result declares no gradient (the result has no cotangent)",
-        ));
-    }
-    if let Err(m) = check_no_state(fwd, bwd, head(fwd, bwd), Rule::Backward) {
+    if let Err(m) = check_common(fwd, bwd, Rule::Backward) {
         return Err(m);
-    }
-    let mut i = 0;
-    while i < bwd.params.len() {
-        let b = bwd.params[i];
-        i += 1;
-        let checked = match b.role {
-            Role::Output => check_gradient(fwd, bwd, b),
-            _ => check_residual(fwd, bwd, b),
-        };
-        if let Err(m) = checked {
-            return Err(m);
-        }
     }
     // Every differentiable input has its gradient.
     let mut i = 0;
@@ -251,19 +220,7 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
         if !matches!(p.role, Role::Input) || !differentiable(p.dtype) {
             continue;
         }
-        let mut found = false;
-        let mut j = 0;
-        while j < bwd.params.len() {
-            let b = bwd.params[j];
-            if matches!(b.role, Role::Output)
-                && let Some(of) = strip_d(b.name)
-                && str_eq(of, p.name)
-            {
-                found = true;
-            }
-            j += 1;
-        }
-        if !found {
+        if !has_named(bwd, Role::Output, b'd', p.name) {
             return Err(head(fwd, bwd)
                 .push("it returns no gradient of `")
                 .push(p.name)
@@ -290,17 +247,16 @@ pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
              depend on",
         ));
     }
-    if bwd.opaque_result {
-        return Err(
-            head(fwd, bwd).push("a backward op returns gradients only, not an opaque result")
-        );
-    }
     Ok(())
 }
 
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result<(), Msg> {
+pub(super) const fn check_residual(
+    fwd: &Signature,
+    bwd: &Signature,
+    b: ParamSig,
+) -> Result<(), Msg> {
     // The cotangent of an output.
     if let Some(out) = cotangent_of(fwd, b) {
         let of = out.name;
@@ -334,7 +290,11 @@ const fn check_residual(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result
 
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-const fn check_gradient(fwd: &Signature, bwd: &Signature, b: ParamSig) -> Result<(), Msg> {
+pub(super) const fn check_gradient(
+    fwd: &Signature,
+    bwd: &Signature,
+    b: ParamSig,
+) -> Result<(), Msg> {
     let input = match strip_d(b.name) {
         Some(of) => find(fwd, of),
         None => None,

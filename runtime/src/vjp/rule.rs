@@ -33,11 +33,122 @@ const fn rule_words(rule: Rule) -> (&'static str, &'static str, &'static str, &'
     }
 }
 
+/// `name` without the prefix `<p>_` (`d_`, `t_`), or `None`.
+pub(super) const fn strip(name: &str, p: u8) -> Option<&str> {
+    let b = name.as_bytes();
+    if b.len() > 2 && b[0] == p && b[1] == b'_' {
+        let (_, rest) = b.split_at(2);
+        match core::str::from_utf8(rest) {
+            Ok(s) => Some(s),
+            Err(_) => None,
+        }
+    } else {
+        None
+    }
+}
+
+/// Whether `op` has a parameter of `role` named `<p>_<name>` (`d_x`, `t_y`).
+pub(super) const fn has_named(op: &Signature, role: Role, p: u8, name: &str) -> bool {
+    let mut j = 0;
+    while j < op.params.len() {
+        let t = op.params[j];
+        j += 1;
+        if t.role as u8 == role as u8
+            && let Some(of) = strip(t.name, p)
+            && str_eq(of, name)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The head of a rule's messages: ``vjp of `fwd` by `bwd`: ``, ``jvp of `fwd` by `tan`: ``.
+pub(super) const fn head(fwd: &Signature, rule_op: &Signature, rule: Rule) -> Msg {
+    Msg::new()
+        .push(match rule {
+            Rule::Backward => "vjp of `",
+            Rule::Tangent => "jvp of `",
+        })
+        .push(fwd.name)
+        .push("` by `")
+        .push(rule_op.name)
+        .push("`: ")
+}
+
+/// What both rules check alike, first: neither op has an opaque result (it has no derivative;
+/// the rule op returns derivatives only), the forward has no `&mut` external and the rule op
+/// takes none; then each of the rule op's parameters, an output as a derivative it returns,
+/// any other as a value it takes (each rule's own checks).
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+pub(super) const fn check_common(
+    fwd: &Signature,
+    rule_op: &Signature,
+    rule: Rule,
+) -> Result<(), Msg> {
+    if let Err(m) = check_opening(fwd, rule_op, head(fwd, rule_op, rule), rule) {
+        return Err(m);
+    }
+    let mut i = 0;
+    while i < rule_op.params.len() {
+        let p = rule_op.params[i];
+        i += 1;
+        let checked = match (rule, p.role) {
+            (Rule::Backward, Role::Output) => super::check_gradient(fwd, rule_op, p),
+            (Rule::Backward, _) => super::check_residual(fwd, rule_op, p),
+            (Rule::Tangent, Role::Output) => super::jvp::check_output_tangent(fwd, rule_op, p),
+            (Rule::Tangent, _) => super::jvp::check_input(fwd, rule_op, p),
+        };
+        if let Err(m) = checked {
+            return Err(m);
+        }
+    }
+    Ok(())
+}
+
+// Evaluated at compile time only: the size of the error does not matter.
+#[allow(clippy::result_large_err)]
+const fn check_opening(
+    fwd: &Signature,
+    rule_op: &Signature,
+    m: Msg,
+    rule: Rule,
+) -> Result<(), Msg> {
+    let (who, _, declares, value) = rule_words(rule);
+    if fwd.opaque_result {
+        return Err(m
+            .push("an op with an opaque result declares no ")
+            .push(declares)
+            .push(" (the result has no ")
+            .push(value)
+            .push(")"));
+    }
+    if rule_op.opaque_result {
+        let returns = match rule {
+            Rule::Backward => "gradients",
+            Rule::Tangent => "tangents",
+        };
+        return Err(m
+            .push("a ")
+            .push(who)
+            .push(if matches!(rule, Rule::Backward) {
+                " op"
+            } else {
+                ""
+            })
+            .push(" returns ")
+            .push(returns)
+            .push(" only, not an opaque result"));
+    }
+    check_no_state(fwd, rule_op, m, rule)
+}
+
 /// What both rules refuse alike: a forward op with a `&mut` external (its new state has no
 /// derivative), and a rule op that takes one (`m` the message's head).
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-pub(super) const fn check_no_state(
+const fn check_no_state(
     fwd: &Signature,
     rule_op: &Signature,
     m: Msg,
