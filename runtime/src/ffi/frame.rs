@@ -1,7 +1,6 @@
 //! [`CallCx`]: checked views of one call frame's arguments, results and attributes.
 
 use super::abi::*;
-use crate::descriptor::Descriptor;
 use crate::error::{OpError, Refusal};
 use crate::tensor::{ANY_RANK, TensorMut, TensorRef, element_count};
 use crate::types::{Element, ElementType};
@@ -415,98 +414,4 @@ impl<'f> CallCx<'f> {
         }
         self.take(i, name)
     }
-
-    /// The bytes of argument `i`, which must be a `ui8` vector.
-    fn bytes_arg(&self, i: usize, name: &str) -> Result<&'f [u8], OpError> {
-        Ok(self.tensor_ref::<u8, 1>(i, name)?.into_slice())
-    }
-
-    /// Unpacks argument `i`, a `tensor<Nxui8>` of packed `T`, with full validation.
-    pub fn external<T: Descriptor>(&self, i: usize, name: &str) -> Result<T, OpError> {
-        let bytes = self.bytes_arg(i, name)?;
-        T::unpack(bytes).map_err(|e| {
-            op_err(
-                self.op,
-                Refusal::BadDescriptor,
-                format!("external `{name}` ({}): {e}", e.kind().name()),
-            )
-        })
-    }
-
-    /// Argument `i`, a `tensor<Nxui8>` of packed `T`, validated and borrowed in place.
-    pub fn external_ref<T: crate::descriptor::ReprC>(
-        &self,
-        i: usize,
-        name: &str,
-    ) -> Result<&'f T, OpError> {
-        let bytes = self.bytes_arg(i, name)?;
-        T::view(bytes).map_err(|e| {
-            let refusal = match e.kind() {
-                crate::descriptor::ErrorKind::Misaligned { .. } => Refusal::Misaligned,
-                _ => Refusal::BadDescriptor,
-            };
-            op_err(
-                self.op,
-                refusal,
-                format!("external `{name}` ({}): {e}", e.kind().name()),
-            )
-        })
-    }
-
-    /// Packs `value` into result `i`, a `tensor<Nxui8>` of `T`'s packed size.
-    pub fn write_descriptor<T: Descriptor>(
-        &self,
-        i: usize,
-        name: &str,
-        value: &T,
-    ) -> Result<(), OpError> {
-        let raw = self.raw(false, i)?;
-        let n = self.typed::<u8>(&raw, name, 1)?;
-        self.take(i, name)?;
-        if n == 0 {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongShape,
-                format!("result `{name}` is empty"),
-            ));
-        }
-        // SAFETY: a `ui8` buffer of `n` bytes, valid for the call, handed out once (`take`).
-        // It may alias the external's operand (output_operand_aliases); the operand's bytes
-        // were copied into `value` before this, and no view of them is alive.
-        let out = unsafe { core::slice::from_raw_parts_mut(raw.data as *mut u8, n) };
-        let written = value.pack_into(out).map_err(|e| {
-            op_err(
-                self.op,
-                Refusal::WrongShape,
-                format!("result `{name}`: {e}"),
-            )
-        })?;
-        if written != n {
-            return Err(op_err(
-                self.op,
-                Refusal::WrongShape,
-                format!(
-                    "result `{name}` has {n} bytes, `{}` packs to {written}",
-                    T::NAME
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
-
-/// Element types other than `bool` (every bit pattern is a value, so reading one is safe).
-pub trait NotBool: Element {}
-macro_rules! not_bool {
-    ($($t:ty),*) => {$(impl NotBool for $t {})*};
-}
-not_bool!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
-// Every bit pattern of these is a value too: half floats and fp8 are bit containers whose every
-// pattern is a number, an infinity or a NaN; a complex number is two floats.
-not_bool!(
-    half::f16,
-    half::bf16,
-    crate::types::Complex64,
-    crate::types::Complex128
-);
-crate::float8::with_float8_types!(not_bool);

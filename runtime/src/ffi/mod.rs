@@ -12,8 +12,10 @@ mod bind;
 mod dtype_name;
 pub(crate) mod eager;
 mod entry;
+mod externals;
 mod frame;
 mod inplace;
+mod not_bool;
 mod packed;
 pub mod state;
 pub(crate) mod table;
@@ -23,4 +25,5 @@ pub use attr::{
 };
 pub use bind::{Binder, run, run_stateful};
 pub use entry::handle;
-pub use frame::{CallCx, NotBool};
+pub use frame::CallCx;
+pub use not_bool::NotBool;

@@ -4,6 +4,7 @@ use super::*;
 use crate::descriptor::Descriptor;
 use crate::float8::{F8E4M3FN, F8E5M2, F8E8M0FNU};
 use half::{bf16, f16};
+use serde_json::json;
 
 #[derive(crate::Descriptor, Clone, Copy, Debug, PartialEq)]
 #[descriptor(name = "value_tests::Inner")]

@@ -1,0 +1,153 @@
+//! Packed descriptor bytes into a value of a layout known at run time, every byte checked as
+//! the derive's `unpack` does.
+
+use super::size_align;
+use crate::descriptor::layout::{Layout, TypeLayout};
+use crate::descriptor::{DescriptorError, ErrorKind, HEADER_SIZE, check_header};
+use crate::types::ElementType;
+use serde_json::{Map, Value, json};
+
+/// A float as a value: a number, or `"inf"`, `"-inf"`, `"nan"`.
+fn float_value(x: f64) -> Value {
+    if x.is_nan() {
+        json!("nan")
+    } else if x.is_infinite() {
+        json!(if x > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(x)
+    }
+}
+
+/// The value of packed descriptor `bytes` of `layout`, every byte validated as
+/// [`Descriptor::unpack`](super::Descriptor::unpack) does: header, fingerprint, bools, enums,
+/// zero padding, tails, no byte left over.
+pub fn unpack_value(layout: &'static Layout, bytes: &[u8]) -> Result<Value, DescriptorError> {
+    let name = layout.name.as_str();
+    let payload = check_header(bytes, name, layout.fingerprint, layout.fixed_size)?;
+    let err = |kind| DescriptorError::new(name, kind);
+    let fixed = &payload[..layout.fixed_size];
+    let mut out = read_fixed(layout, fixed).map_err(|e| e.in_descriptor(name))?;
+    let mut at = layout.fixed_size;
+    for f in layout.fields.iter().filter(|f| f.offset.is_none()) {
+        let v = match &f.ty {
+            TypeLayout::String => {
+                let (s, next) = crate::descriptor::wire::read_string_tail(payload, at, &f.name)
+                    .map_err(|e| e.in_descriptor(name))?;
+                at = next;
+                json!(s)
+            }
+            TypeLayout::Vec { element } => {
+                let (size, align) = size_align(element);
+                let (start, n, next) = crate::descriptor::wire::tail_span(payload, at, size, align)
+                    .map_err(|e| e.in_field(&f.name).in_descriptor(name))?;
+                let mut items = Vec::with_capacity(n);
+                for i in 0..n {
+                    let mut sink = vec![false; size];
+                    let at = start + i * size;
+                    let v = read(element, &payload[at..at + size], &mut sink)
+                        .map_err(|e| e.in_field(&format!("{}[{i}]", f.name)))
+                        .map_err(|e| e.in_descriptor(name))?;
+                    items.push(v);
+                }
+                at = next;
+                Value::Array(items)
+            }
+            _ => continue,
+        };
+        if let Value::Object(o) = &mut out {
+            o.insert(f.name.clone(), v);
+        }
+    }
+    if at != payload.len() {
+        return Err(err(ErrorKind::TooLong {
+            used: HEADER_SIZE + at,
+            got: bytes.len(),
+        }));
+    }
+    Ok(out)
+}
+
+/// The fixed fields of `layout` in `bytes` (its fixed part), and its padding checked zero (an
+/// offset in the message counts from the struct's start, as the derive's does).
+fn read_fixed(layout: &'static Layout, bytes: &[u8]) -> Result<Value, DescriptorError> {
+    let mut out = Map::new();
+    let mut used = vec![false; bytes.len()];
+    for f in &layout.fields {
+        let Some(at) = f.offset else { continue };
+        let (size, _) = size_align(&f.ty);
+        let v = read(&f.ty, &bytes[at..at + size], &mut used[at..at + size])
+            .map_err(|e| e.in_field(&f.name))?;
+        out.insert(f.name.clone(), v);
+    }
+    if let Some(offset) = (0..bytes.len()).find(|&i| !used[i] && bytes[i] != 0) {
+        return Err(DescriptorError::field_error(ErrorKind::NonzeroPadding {
+            offset,
+        }));
+    }
+    Ok(Value::Object(out))
+}
+
+/// The value of type `t` in `bytes` (exactly its size), marking the bytes it uses.
+fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value, DescriptorError> {
+    let mut le = [0u8; 8];
+    let n = bytes.len().min(8);
+    le[..n].copy_from_slice(&bytes[..n]);
+    let unsigned = u64::from_le_bytes(le);
+    let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
+    let value = match t {
+        TypeLayout::Array { len, element } => {
+            let (size, _) = size_align(element);
+            let mut items = Vec::with_capacity(*len);
+            for i in 0..*len {
+                let span = i * size..(i + 1) * size;
+                let v = read(element, &bytes[span.clone()], &mut used[span])
+                    .map_err(|e| e.in_field(&format!("[{i}]")))?;
+                items.push(v);
+            }
+            return Ok(Value::Array(items));
+        }
+        TypeLayout::Struct { layout } => {
+            used.fill(true);
+            return read_fixed(layout, bytes);
+        }
+        TypeLayout::Bool if bytes[0] > 1 => {
+            return Err(DescriptorError::field_error(ErrorKind::InvalidBool {
+                byte: bytes[0],
+            }));
+        }
+        TypeLayout::Bool => json!(bytes[0] == 1),
+        TypeLayout::Enum {
+            name,
+            repr,
+            variants,
+        } => {
+            let value = if repr == "i32" {
+                signed(32)
+            } else {
+                unsigned as i64
+            };
+            let Some(v) = variants.iter().find(|v| v.value == value) else {
+                return Err(DescriptorError::field_error(ErrorKind::InvalidEnum {
+                    name: name.as_str(),
+                    value,
+                }));
+            };
+            json!(v.name)
+        }
+        TypeLayout::I8 => json!(signed(8)),
+        TypeLayout::I16 => json!(signed(16)),
+        TypeLayout::I32 => json!(signed(32)),
+        TypeLayout::I64 => json!(unsigned as i64),
+        TypeLayout::U8 | TypeLayout::U16 | TypeLayout::U32 | TypeLayout::U64 => json!(unsigned),
+        TypeLayout::F64 => float_value(f64::from_bits(unsigned)),
+        TypeLayout::F32 => float_value(f64::from(f32::from_bits(unsigned as u32))),
+        TypeLayout::F16 => float_value(half::f16::from_bits(unsigned as u16).to_f64()),
+        TypeLayout::BF16 => float_value(half::bf16::from_bits(unsigned as u16).to_f64()),
+        t => {
+            let e = t.float8().unwrap_or(ElementType::F8E4M3FN);
+            float_value(crate::float8::value_of(e, bytes[0]).unwrap_or(f64::NAN))
+        }
+    };
+    used.fill(true);
+    Ok(value)
+}
