@@ -19,7 +19,7 @@ fn float_value(x: f64) -> Value {
 }
 
 /// The value of packed descriptor `bytes` of `layout`, every byte validated as
-/// [`Descriptor::unpack`](super::Descriptor::unpack) does: header, fingerprint, bools, enums,
+/// [`Descriptor::unpack`](crate::descriptor::Descriptor::unpack) does: header, fingerprint, bools, enums,
 /// zero padding, tails, no byte left over.
 pub fn unpack_value(layout: &'static Layout, bytes: &[u8]) -> Result<Value, DescriptorError> {
     let name = layout.name.as_str();
