@@ -3,6 +3,13 @@
 Run from the repository root:  bash benches/compare/run.sh
 (it builds what is needed, then runs this with the test venv's Python).
 
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): every part below runs to its
+end on tiny sizes (chains of 10 and 100 ops, one fresh-process run each, a few executions per
+round) and prints its tables as usual; no timing is asserted, the plot goes to
+target/compare/scaling.svg instead of the book, and a missing torch_xla is an error, not a
+skipped side. The programs used are CUSTOMOP_BENCH_BUILDER_SCALING, CUSTOMOP_BENCH_SEED_MODULE
+and CUSTOMOP_BENCH_PJRT_BENCH when set (else the release builds in target/release).
+
 1. Lowering: a chain of N custom calls on a tensor<3x3xf32>, each also taking the 56-byte
    external (JAX: a uint8 operand to jax.ffi.ffi_call), with `+ 1` at the end. Each side builds
    and lowers to StableHLO text in a fresh process (best of 3 for N <= 10k); we record the wall
@@ -15,6 +22,7 @@ Run from the repository root:  bash benches/compare/run.sh
    to book/src/img/scaling.svg.
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -23,7 +31,15 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PY = sys.executable
-BUILDER = os.path.join(ROOT, "target", "release", "builder_scaling")
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+BUILDER = os.environ.get("CUSTOMOP_BENCH_BUILDER_SCALING",
+                         os.path.join(ROOT, "target", "release", "builder_scaling"))
+SEED_MODULE = os.environ.get("CUSTOMOP_BENCH_SEED_MODULE",
+                             os.path.join(ROOT, "target", "release", "seed_module"))
+PJRT_BENCH = os.environ.get("CUSTOMOP_BENCH_PJRT_BENCH",
+                            os.path.join(ROOT, "target", "release", "pjrt_bench"))
+# The venvs (xla-venv, ...): target/ unless CUSTOMOP_BENCH_VENV_DIR says otherwise.
+VENV_DIR = os.environ.get("CUSTOMOP_BENCH_VENV_DIR", os.path.join(ROOT, "target"))
 KERNELS = os.environ.get("CUSTOMOP_KERNELS",
                          os.path.join(ROOT, "target", "kernels", "debug", "libcustomop_example_kernels.so"))
 FLOOR = os.environ["CUSTOMOP_FLOOR_LIB"]
@@ -42,12 +58,13 @@ def best_of(runs, fn):
 
 
 def customop_lower(n, out_path, runs=5):
-    """The median of 5 fresh-process runs up to 10k ops, of 3 at 100k, one run beyond."""
+    """The median of 5 fresh-process runs up to 10k ops, of 3 at 100k, one run beyond (one
+    run in smoke mode)."""
     def once():
         r = subprocess.run([BUILDER, "--one", str(n), "--out", out_path], capture_output=True, text=True, check=True)
         fields = [f.strip() for f in r.stdout.strip().split(",")]
         return {"seconds": float(fields[1]), "rss_mb": float(fields[3])}
-    return median_of(runs if n <= 10000 else 3 if n <= 100000 else 1, once)
+    return median_of(1 if SMOKE else runs if n <= 10000 else 3 if n <= 100000 else 1, once)
 
 
 JAX_LOWER = r"""
@@ -87,7 +104,7 @@ def jax_lower(n, out_path):
     def once():
         r = subprocess.run([PY, "-c", JAX_LOWER, str(n), out_path], capture_output=True, text=True, check=True)
         return json.loads(r.stdout.strip().splitlines()[-1])
-    return median_of(5 if n <= 10000 else 1, once)
+    return median_of(1 if SMOKE else 5 if n <= 10000 else 1, once)
 
 
 def xla_compile(path):
@@ -98,7 +115,7 @@ def xla_compile(path):
 
 def torch_python():
     """A Python with torch and torch_xla: $CUSTOMOP_TORCH_PYTHON, else the set-up's venv."""
-    for py in [os.environ.get("CUSTOMOP_TORCH_PYTHON"), os.path.join(ROOT, "target", "xla-venv", "bin", "python")]:
+    for py in [os.environ.get("CUSTOMOP_TORCH_PYTHON"), os.path.join(VENV_DIR, "xla-venv", "bin", "python")]:
         if py and os.path.exists(py):
             r = subprocess.run([py, "-c", "import torch, torch_xla"], capture_output=True)
             if r.returncode == 0:
@@ -114,12 +131,19 @@ def torch_lower(py, n):
     return best_of(1, once)
 
 
-def execution_overhead(iterations=2000):
+def manifest_json(path):
+    """The kernel library's manifest as the JSON text its `customop_manifest()` returns (what
+    torch_side.py --schemas reads; `KernelLibrary.manifest` is the parsed, typed form)."""
+    fn = ctypes.CDLL(path).customop_manifest
+    fn.restype = ctypes.c_char_p
+    return fn().decode("utf-8")
+
+
+def execution_overhead(iterations=2000, rounds=10, warmup=300):
     import numpy as np
     import jax
     import jax.extend.backend
     from customop.xla import Library
-    import ctypes
 
     lib = Library(KERNELS)
     lib.register()
@@ -137,12 +161,12 @@ def execution_overhead(iterations=2000):
                          ("hand-written C handler", "customop_floor.seed")]:
         exes[name] = backend.compile_and_load(
             text.replace("my_custom_library.custom_op_external", target), [dev])
-        for _ in range(300):
+        for _ in range(warmup):
             exes[name].execute([x, b])[0].block_until_ready()
     # Interleaved rounds, best of each: both sides see the same machine state.
     results = {name: None for name in exes}
     outs = {}
-    for _ in range(10):
+    for _ in range(rounds):
         for name, exe in exes.items():
             t = time.perf_counter()
             for _ in range(iterations):
@@ -173,7 +197,7 @@ print(np.asarray(out[0]).tolist())
 """
 
 
-def runner_vs_jaxlib(iterations=2000, rounds=5):
+def runner_vs_jaxlib(iterations=2000, rounds=5, warmup=200, firsts=3):
     """Per execution, the Rust runner (customop::pjrt, XLA's CPU PJRT plugin) against jaxlib's
     client, on the seed program and a chain of 1,000 custom calls, the same handlers (the
     release kernel cdylib) on both sides; and process start to first result."""
@@ -182,7 +206,7 @@ def runner_vs_jaxlib(iterations=2000, rounds=5):
     import jax.extend.backend
     from customop.xla import Library
 
-    bench = os.path.join(ROOT, "target", "release", "pjrt_bench")
+    bench = PJRT_BENCH
     tmp = os.path.join(ROOT, "target", "compare")
     subprocess.run([bench, "--kernels", KERNELS, "--write", tmp], check=True)
     r = subprocess.run([bench, "--kernels", KERNELS, "--time", str(iterations), str(rounds)],
@@ -207,7 +231,7 @@ def runner_vs_jaxlib(iterations=2000, rounds=5):
             return np.asarray(exe.execute([xd, bd])[0])
 
         for fn in (host_to_host, placed):
-            for _ in range(200):
+            for _ in range(warmup):
                 fn()
             best = None
             for _ in range(rounds):
@@ -224,20 +248,25 @@ def runner_vs_jaxlib(iterations=2000, rounds=5):
         return time.perf_counter() - t, out
 
     firsts_ours, firsts_jax = [], []
-    for _ in range(3):
+    for _ in range(firsts):
         firsts_ours.append(first([bench, "--kernels", KERNELS, "--first"]))
         firsts_jax.append(first([PY, "-c", JAX_FIRST, str(time.time()), os.path.join(ROOT, "python"), KERNELS,
                                  os.path.join(tmp, "seed.mlir")]))
     # Both sides computed the same first result.
     assert {o for _, o in firsts_ours} == {o for _, o in firsts_jax}, (firsts_ours, firsts_jax)
-    return ours, theirs, min(s for s, _ in firsts_ours), min(s for s, _ in firsts_jax), firsts_ours[0][1], firsts_jax[0][1]
+    return (ours, theirs, min(s for s, _ in firsts_ours), min(s for s, _ in firsts_jax), firsts_ours[0][1],
+            firsts_jax[0][1], rounds, firsts)
+
+
+# Smoke mode's sizes for the runner against jaxlib: a few executions, one first result each.
+RUNNER_ARGS = dict(iterations=20, rounds=2, warmup=5, firsts=1) if SMOKE else {}
 
 
 def print_runner(res):
-    ours, theirs, f_ours, f_jax, out_ours, out_jax = res
+    ours, theirs, f_ours, f_jax, out_ours, out_jax, rounds, firsts = res
     print()
     print("Rust runner (customop::pjrt, XLA CPU PJRT plugin 0.0.1) against jaxlib 0.12 (Python client),")
-    print("per execution, best of 5 rounds; host inputs in, host outputs out on both sides:")
+    print("per execution, best of %d rounds; host inputs in, host outputs out on both sides:" % rounds)
     print("| program | inputs | runner | jaxlib | runner / jaxlib |")
     print("|---|---|---|---|---|")
     for key, name in [("seed_us", "seed (1 custom call)"), ("chain_us", "chain of 1,000 custom calls")]:
@@ -247,7 +276,8 @@ def print_runner(res):
               % (name, ours[key], h, ours[key] / h))
         print("| %s | kept on the device (runner: `arg_placed`/`external_placed`) | %.1f µs | %.1f µs | %.2f |"
               % (name, ours[placed], p, ours[placed] / p))
-    print("process start to first result (create client, register, compile the seed, run once; best of 3):")
+    print("process start to first result (create client, register, compile the seed, run once; best of %d):"
+          % firsts)
     print("| runner | jaxlib | runner / jaxlib |")
     print("|---|---|---|")
     print("| %.3f s | %.3f s | %.2f |" % (f_ours, f_jax, f_ours / f_jax))
@@ -286,14 +316,17 @@ def svg_plot(points, path):
 
 def main():
     if "--runner" in sys.argv:
-        print_runner(runner_vs_jaxlib())
+        print_runner(runner_vs_jaxlib(**RUNNER_ARGS))
         return
     quick = "--quick" in sys.argv
-    ns = [1000, 10000] if quick else [1000, 10000, 100000]
+    ns = [10, 100] if SMOKE else [1000, 10000] if quick else [1000, 10000, 100000]
     os.makedirs(os.path.join(ROOT, "target", "compare"), exist_ok=True)
     tmp = lambda name: os.path.join(ROOT, "target", "compare", name)
     # --quick: customop against JAX only (torch_xla's 10k export alone takes about a minute).
     tpy = None if quick else torch_python()
+    if SMOKE and not quick and not tpy:
+        sys.exit("smoke mode: no Python with torch and torch_xla ($CUSTOMOP_TORCH_PYTHON or "
+                 "%s/xla-venv): torch_xla's side would be skipped" % VENV_DIR)
     if quick:
         print("torch_xla: skipped with --quick")
     else:
@@ -305,14 +338,17 @@ def main():
     for n in ns:
         c = customop_lower(n, tmp("customop-%d.mlir" % n))
         j = jax_lower(n, tmp("jax-%d.mlir" % n))
-        if tpy and n <= 10000:  # torch_xla needs minutes beyond 10k
+        if tpy and n <= (10 if SMOKE else 10000):  # torch_xla needs minutes beyond 10k
             torch_rows[n] = torch_lower(tpy, n)
-        # XLA CPU takes ~110 s to compile 10k custom calls from either side: time 1k only.
-        cc = xla_compile(tmp("customop-%d.mlir" % n)) if n <= 1000 else float("nan")
-        jc = xla_compile(tmp("jax-%d.mlir" % n)) if n <= 1000 else float("nan")
+        # XLA CPU takes ~110 s to compile 10k custom calls from either side: time 1k only
+        # (in smoke mode, the smallest chain only).
+        timed = n == ns[0] if SMOKE else n <= 1000
+        cc = xla_compile(tmp("customop-%d.mlir" % n)) if timed else float("nan")
+        jc = xla_compile(tmp("jax-%d.mlir" % n)) if timed else float("nan")
         rows.append((n, c, j, cc, jc))
     print()
-    print("lowering times: the median of 5 fresh-process runs of each side up to 10k ops")
+    print("lowering times: %s" % ("one fresh-process run of each side (smoke mode)" if SMOKE else
+                                  "the median of 5 fresh-process runs of each side up to 10k ops"))
     print("| N | customop lower | JAX lower | JAX / customop | customop RSS | JAX RSS | XLA compile (customop text) | XLA compile (JAX text) |")
     print("|---|---|---|---|---|---|---|---|")
     for n, c, j, cc, jc in rows:
@@ -329,18 +365,15 @@ def main():
                 t = torch_rows[n]
                 print("| {:,} | {:.3f} s | {:.2f} s | {:.0f}x | {:.0f} MiB |".format(
                     n, c["seconds"], t["seconds"], t["seconds"] / c["seconds"], t["rss_mb"]))
-        manifest = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); from customop.xla import Library; "
-                                   "import json; print(json.dumps(Library(%r).manifest))" % (os.path.join(ROOT, "python"), KERNELS)],
-                                  capture_output=True, text=True, check=True).stdout
-        open(tmp("manifest.json"), "w").write(manifest)
+        open(tmp("manifest.json"), "w").write(manifest_json(KERNELS))
         r = subprocess.run([tpy, os.path.join(ROOT, "benches", "compare", "torch_side.py"), "--schemas", tmp("manifest.json")],
                            capture_output=True, text=True, check=True)
         print("\ntorch._C.parse_schema accepted the schema strings of all %d example ops"
               % json.loads(r.stdout.strip().splitlines()[-1])["parsed"])
 
     # The seed program, for the execution overhead.
-    subprocess.run([os.path.join(ROOT, "target", "release", "seed_module"), tmp("seed.mlir")], check=True)
-    ex = execution_overhead()
+    subprocess.run([SEED_MODULE, tmp("seed.mlir")], check=True)
+    ex = execution_overhead(**(dict(iterations=20, rounds=2, warmup=5) if SMOKE else {}))
     (rn, rt), (cn, ct) = ex.items()
     print()
     print("| seed program, per execution | time |")
@@ -349,12 +382,12 @@ def main():
     print("| %s | %.2f µs |" % (cn, ct * 1e6))
     print("| ratio | %.3f |" % (rt / ct))
 
-    print_runner(runner_vs_jaxlib())
+    print_runner(runner_vs_jaxlib(**RUNNER_ARGS))
 
     for n, c, j, cc, jc in rows:
         if n == 10000:
             print("\nJAX / customop at 10,000 ops: %.1fx (median of 5 runs each)" % (j["seconds"] / c["seconds"]))
-    scale_ns = [1000, 10000, 1000000] if quick else [1000, 10000, 100000, 1000000]
+    scale_ns = [10, 100] if SMOKE else [1000, 10000, 1000000] if quick else [1000, 10000, 100000, 1000000]
     pts = []
     print()
     print("| N | customop lower | per op | peak RSS | RSS per op |")
@@ -363,7 +396,10 @@ def main():
         c = customop_lower(n, tmp("scale.mlir"))
         pts.append((n, c["seconds"] / n * 1e6, c["rss_mb"] * 1024 / n))
         print("| {:,} | {:.3f} s | {:.2f} µs | {:.0f} MiB | {:.2f} KiB |".format(n, c["seconds"], c["seconds"] / n * 1e6, c["rss_mb"], c["rss_mb"] * 1024 / n))
-    if not quick:
+    if SMOKE:  # the plot is drawn, but the book's is not replaced
+        svg_plot(pts, tmp("scaling.svg"))
+        print("\nplot: target/compare/scaling.svg (smoke mode)")
+    elif not quick:
         os.makedirs(os.path.join(ROOT, "book", "src", "img"), exist_ok=True)
         svg_plot(pts, os.path.join(ROOT, "book", "src", "img", "scaling.svg"))
         print("\nplot: book/src/img/scaling.svg")

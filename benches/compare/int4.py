@@ -14,23 +14,31 @@ dequantize + `torch.matmul`, and the library's kernel called from torch eager (n
 weights as XLA packs them, in uint8), with f32 and bf16 inputs; and the machine's memory read
 bandwidth, which bounds a decode step. Each figure is the median of 9 calls after 3 warm-ups, results
 awaited; every product is checked against the f64 reference first.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): K = N = 256 (two i4 groups),
+the same M, products and checks, each figure the median of 2 calls after 1 warm-up, the
+bandwidth read over a 4 MB tensor; no timing is asserted. (run.sh --smoke runs the default
+build only, not the target-cpu=native one.)
 """
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-K = N = 4096
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+K = N = 256 if SMOKE else 4096
 GROUP = 128
 SIZES = (1, 8, 128)
+WARMUP, CALLS = (1, 2) if SMOKE else (3, 9)
 
 
 def median_ms(f, *args):
-    for _ in range(3):
+    for _ in range(WARMUP):
         f(*args)
     times = []
-    for _ in range(9):
+    for _ in range(CALLS):
         t = time.perf_counter()
         f(*args)
         times.append(time.perf_counter() - t)
@@ -126,11 +134,12 @@ def run_torch(path):
     print("torch %s, %d threads; customop's kernel (torch eager, native), %s"
           % (torch.__version__, torch.get_num_threads(), build))
     # What bounds a decode step: reading the weights (K·N/2 bytes) from memory. torch's sum of
-    # a 256 MB f32 tensor (vectorised, on all threads) measures the read bandwidth.
-    big = torch.ones(64 << 20, dtype=torch.float32)
+    # a 256 MB f32 tensor (vectorised, on all threads) measures the read bandwidth (4 MB in
+    # smoke mode).
+    big = torch.ones((1 if SMOKE else 64) << 20, dtype=torch.float32)
     gbs = big.numel() * 4 / median_ms(torch.sum, big) / 1e6
-    print("  memory read bandwidth %.1f GB/s: the %d MB of i4 weights take at least %.2f ms"
-          % (gbs, K * N // 2 >> 20, K * N / 2 / gbs / 1e6))
+    print("  memory read bandwidth %.1f GB/s: the %.3g MB of i4 weights take at least %.2f ms"
+          % (gbs, K * N / 2 / (1 << 20), K * N / 2 / gbs / 1e6))
     del big
 
     def dequant_matmul(x, q, s):

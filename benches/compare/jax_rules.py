@@ -9,6 +9,9 @@ around it), in one process, one run:
 (customop.xla.derivatives); a call that is not differentiated should lower to the one custom
 call and cost what the bare call costs. Each figure is the median of 7 rounds of 2,000 calls
 after a warm-up, outputs awaited every call; the ratio is rules / bare.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): the same checks (results
+equal, programs compared), 2 rounds of 20 calls after 5 warm-up calls; no timing is asserted.
 """
 import os
 import statistics
@@ -18,11 +21,12 @@ import jax
 import numpy as np
 from customop.xla import Library
 
-ROUNDS, CALLS = 7, 2000
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+ROUNDS, CALLS, WARMUP = (2, 20, 5) if SMOKE else (7, 2000, 200)
 
 
 def per_call(f, x):
-    for _ in range(200):
+    for _ in range(WARMUP):
         jax.block_until_ready(f(x))
     times = []
     for _ in range(ROUNDS):

@@ -10,6 +10,9 @@ of the same arguments and results (JAX's dispatch costs per argument and result)
 jnp alone; `checked_sqrt(x)` alone (1 and 1); and the same `counter_step` call with
 `has_side_effect=True`, which `&mut` implied before (JAX's effectful dispatch). Each figure is
 the median of 7 rounds of 2,000 calls after a warm-up, outputs awaited every call.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): the same functions and
+checks, 2 rounds of 20 calls after 5 warm-up calls; the ratios are printed, not asserted.
 """
 import os
 import statistics
@@ -19,11 +22,12 @@ import jax
 import numpy as np
 from customop.xla import Library
 
-ROUNDS, CALLS = 7, 2000
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+ROUNDS, CALLS, WARMUP = (2, 20, 5) if SMOKE else (7, 2000, 200)
 
 
 def per_call(step, carry):
-    for _ in range(200):
+    for _ in range(WARMUP):
         carry = step(carry)
     jax.block_until_ready(carry)
     times = []

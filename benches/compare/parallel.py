@@ -13,6 +13,12 @@ load (os.getloadavg) is printed with it, and each function's minor page faults p
 again by whoever writes it first (here the kernel), which can triple a call's time. run.sh
 runs this twice, as is and with glibc's heap kept (GLIBC_TUNABLES), and then times what two
 plain threads gain over one on this machine with no XLA at all (pjrt_bench --ceiling).
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): a 64 x 128 layer norm, 2
+rounds of 2 calls after 1 warm-up call, checked against jnp as usual; with the runner given,
+only `pjrt_bench --ceiling 1 1` runs: `pjrt_bench --parallel` has its size (4096 x 1024) and
+its 200 warm-up calls built in, over a minute with the debug kernel library. No timing is
+asserted.
 """
 import json
 import os
@@ -27,12 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 from customop.xla import Library
 
-ROUNDS, CALLS = 15, 20
-ROWS, COLS = 4096, 1024
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+ROUNDS, CALLS = (2, 2) if SMOKE else (15, 20)
+ROWS, COLS = (64, 128) if SMOKE else (4096, 1024)
 EPS = float(np.float32(1e-5))
 
 
-WARMUP = 10
+WARMUP = 1 if SMOKE else 10
 
 
 def per_call(fns, *args, rounds=ROUNDS, calls=CALLS, faults=None):
@@ -89,15 +96,20 @@ def main():
     print("jax.jit  speed-up serial / par: %.2fx (goal >= 1.8 on 2 cores)" % (s / p))
     print("jax.jit  par / jnp: %.2f (goal <= 1.0)" % (p / j))
     bench = sys.argv[1] if len(sys.argv) > 1 else None
-    if bench:
+    if bench and SMOKE:
+        print("runner   layer_norm_par against layer_norm_serial: not run in smoke mode "
+              "(pjrt_bench --parallel's size and warm-up are fixed)")
+    elif bench:
         out = subprocess.run([bench, "--kernels", os.environ["CUSTOMOP_KERNELS"], "--parallel",
                               str(CALLS), str(ROUNDS)], check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print("runner   layer_norm_par %9.1f us, layer_norm_serial %9.1f us (best of %d rounds)"
               % (r["par_us"], r["serial_us"], ROUNDS))
         print("runner   speed-up serial / par: %.2fx" % (r["serial_us"] / r["par_us"]))
+    if bench:
+        calls, rounds = (1, 1) if SMOKE else (CALLS, ROUNDS)
         out = subprocess.run([bench, "--kernels", os.environ["CUSTOMOP_KERNELS"], "--ceiling",
-                              str(CALLS), str(ROUNDS)], check=True, capture_output=True, text=True)
+                              str(calls), str(rounds)], check=True, capture_output=True, text=True)
         c = json.loads(out.stdout.strip().splitlines()[-1])
         print("ceiling  no XLA, 2 plain threads vs 1 (medians): 16 MB copy %.0f / %.0f us = "
               "%.2fx; layer_norm_serial's rows %.0f / %.0f us = %.2fx"

@@ -7,6 +7,9 @@ against the same op building it on every call, in one process, one run:
 `example::windowed_rebuild(x, n)` computes the window (n cosines) in each call. x has 4,096
 elements; n is 64, 4,096 and 65,536. Each figure is the median of 7 rounds of 500 calls after
 a warm-up, the two ops' rounds interleaved (parallel.per_call), outputs awaited every call.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): n = 64 and 4,096 only, 2
+rounds of 5 calls after parallel.py's smoke warm-up; no timing is asserted.
 """
 import ctypes
 import os
@@ -17,7 +20,8 @@ from customop.xla import Library
 
 import parallel  # benches/compare, this script's folder: the interleaved timing
 
-ROUNDS, CALLS = 7, 500
+ROUNDS, CALLS = (2, 5) if parallel.SMOKE else (7, 500)
+TAPS = (64, 4096) if parallel.SMOKE else (64, 4096, 65536)
 
 
 def main():
@@ -28,7 +32,7 @@ def main():
     builds.argtypes = [ctypes.c_int64]
     builds.restype = ctypes.c_int64
     x = jax.device_put(np.linspace(-1, 1, 4096, dtype=np.float32))
-    for n in (64, 4096, 65536):
+    for n in TAPS:
         state = jax.jit(lambda x, n=n: ops.windowed(x, n=n))
         rebuild = jax.jit(lambda x, n=n: ops.windowed_rebuild(x, n=n))
         np.testing.assert_array_equal(np.asarray(state(x)), np.asarray(rebuild(x)))

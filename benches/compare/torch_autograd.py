@@ -13,6 +13,11 @@ The four ratios customop / torch's custom_op:
 And the op without a `vjp` against the same op as a C++ `TORCH_LIBRARY` op (no autograd kernel:
 the floor), in grad mode and under inference_mode. Each time is the median over 7 rounds of
 3,000 calls.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): the C++ op is the one
+torch_cpp.py built for this torch in smoke mode (built here if there is none), every case
+checked and timed as usual, each time over 2 rounds of 20 calls (torch_eager's smoke sizes); no
+timing is asserted.
 """
 import json
 import os

@@ -8,32 +8,50 @@ torch (2.9 and the newest):
     bash benches/compare/run.sh --torch-cpp
 
 Each side runs in its own process; each time is the median over 7 rounds of 3,000 calls.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): the C++ op is built and
+checked as usual, but kept in target/compare under a name made of the torch version and a hash
+of the source and the compiler's arguments, so that torch_autograd.py (and the next smoke run)
+reuse it rather than compile it again (about 15 s a torch on 2 cores); each time is 2 rounds of
+20 calls (torch_eager's smoke sizes); no timing is asserted.
 """
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from torch_eager import CALLS, ROUNDS, both_modes  # the same timing as --torch-eager
+from torch_eager import CALLS, ROUNDS, SMOKE, both_modes  # the same timing as --torch-eager
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def build_cpp_op(out_dir):
-    """The C++ op's shared library, built against the imported torch."""
+    """The C++ op's shared library, built against the imported torch (in smoke mode, the one
+    built before for this torch and source, if any)."""
     import torch
     from customop.torch import native
 
     root = os.path.dirname(torch.__file__)
     std = "-std=c++17" if native.abi_version()[:2] <= (2, 9) else "-std=c++20"
+    src = os.path.join(HERE, "cpp", "checked_sqrt.cpp")
+    args = [std, "-O2", "-shared", "-fPIC",
+            "-I" + os.path.join(root, "include"),
+            "-I" + os.path.join(root, "include", "torch", "csrc", "api", "include"),
+            src, "-L" + os.path.join(root, "lib"), "-ltorch_cpu", "-lc10",
+            "-Wl,-rpath," + os.path.join(root, "lib")]
     so = os.path.join(out_dir, "libcppref.so")
-    subprocess.run(["g++", std, "-O2", "-shared", "-fPIC",
-                    "-I" + os.path.join(root, "include"),
-                    "-I" + os.path.join(root, "include", "torch", "csrc", "api", "include"),
-                    os.path.join(HERE, "cpp", "checked_sqrt.cpp"), "-o", so,
-                    "-L" + os.path.join(root, "lib"), "-ltorch_cpu", "-lc10",
-                    "-Wl,-rpath," + os.path.join(root, "lib")], check=True)
+    if SMOKE:
+        key = hashlib.sha256(repr((torch.__version__, args)).encode() + open(src, "rb").read())
+        so = os.path.join(ROOT, "target", "compare", "libcppref-%s-%s.so"
+                          % (torch.__version__, key.hexdigest()[:16]))
+        if os.path.exists(so):
+            return so
+        os.makedirs(os.path.dirname(so), exist_ok=True)
+    subprocess.run(["g++", *args, "-o", so + ".tmp"], check=True)
+    os.replace(so + ".tmp", so)
     return so
 
 

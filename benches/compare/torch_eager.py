@@ -8,6 +8,9 @@ torch ops as references. One command, both sides:
 Each side runs in its own process (an op library registers once per process); each time is
 the median over 7 rounds of 3,000 calls, in the default grad mode and under
 `torch.inference_mode()`.
+
+Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): the same cases, tables and
+processes, 2 rounds of 20 calls after 5 warm-up calls; no timing is asserted.
 """
 import json
 import os
@@ -16,10 +19,11 @@ import subprocess
 import sys
 import time
 
-ROUNDS, CALLS = 7, 3000
+SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
+ROUNDS, CALLS, WARMUP = (2, 20, 5) if SMOKE else (7, 3000, 300)
 
 
-def per_call(fn, rounds=ROUNDS, calls=CALLS, warmup=300):
+def per_call(fn, rounds=ROUNDS, calls=CALLS, warmup=WARMUP):
     """The median over `rounds` of the mean time per call (us) of `calls` calls of `fn`."""
     for _ in range(warmup):
         fn()
