@@ -218,6 +218,12 @@ export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports; equal to jaxlib), ops, plugin install/path/verify, exit status by kind" tests/xla/test_cli.py
 py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py
+step "every benchmark in its short form (tiny sizes, no timing asserted): a benchmark that breaks fails here"
+CUSTOMOP_BENCH_BUILDER_SCALING="${EXAMPLE_BIN[builder_scaling]:-}" \
+CUSTOMOP_BENCH_SEED_MODULE="${EXAMPLE_BIN[seed_module]:-}" \
+CUSTOMOP_BENCH_PJRT_BENCH="${EXAMPLE_BIN[pjrt_bench]:-}" \
+  bash benches/compare/run.sh --smoke
+echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 step "wheels: customop's and the example kernels' (pip wheel examples/kernels), installed into new venvs, ops called from JAX and torch outside the repository"
 bash scripts/wheels.sh
 echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
