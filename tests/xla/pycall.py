@@ -1,7 +1,7 @@
 """Calls one function of customop's Python helper (python/customop) with JSON arguments.
 
-Request on stdin: {"module": "descriptors", "function": "pack", "args": [...]}: a module of the
-package (`customop.descriptors`), or `tests.<name>` for a test helper next to this file
+Request on stdin: {"module": "schema", "function": "...", "args": [...]}: a module of the
+package (`customop.schema`), or `tests.<name>` for a test helper next to this file
 (`tests.manifest_helpers` is manifest_helpers.py).
 Arguments and results that are bytes travel as {"hex": "..."}.
 Answer on stdout: {"ok": true, "result": ...} or {"ok": false, "error": "..."}.

@@ -1,8 +1,8 @@
 //! Descriptors: wire format v1 byte for byte, round trips, and every validation error.
 //!
 //! One module per theme: the wire format and layouts (`wire`), validation errors
-//! (`validation`), 8-bit float fields (`float8`), Rust against Python byte for byte (`python`,
-//! `python_values`) and properties (`props`).
+//! (`validation`), 8-bit float fields (`float8`), values of a layout known at run time against
+//! the derive's bytes (`values`, `value_errors`) and properties (`props`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,9 +15,9 @@ use common::*;
 
 mod float8;
 mod props;
-mod python;
-mod python_values;
 mod validation;
+mod value_errors;
+mod values;
 mod wire;
 
 /// Each field's name, offset (`None` for a tail) and size.

@@ -1,8 +1,8 @@
-//! Python packing values of byte arrays and structs: what it takes, and refusals that name the
-//! descriptor and the field.
+//! Packing values of byte arrays and structs (`pack_value`, what Python's `lib.pack` and the
+//! command line call): what it takes, and refusals that name the descriptor and the field.
 
 use super::*;
-use customop_xla::Harness;
+use customop::descriptor::{Layout, pack_value};
 use serde_json::{Value, json};
 
 /// A C-style struct: `char name[8]` arrives as `[i8; 8]` (`c_char`), next to a byte array.
@@ -14,23 +14,16 @@ pub struct Named {
     pub key: [u8; 4],
 }
 
-fn layout<T: Descriptor>() -> Value {
-    serde_json::from_str(&T::layout().to_json()).unwrap()
+fn layout<T: Descriptor>() -> &'static Layout {
+    T::layout()
 }
 
 fn bytes(b: &[u8]) -> Value {
     json!({ "hex": b.iter().map(|x| format!("{x:02x}")).collect::<String>() })
 }
 
-fn pack(layout: &Value, value: Value) -> Result<Vec<u8>, String> {
-    Harness::get()
-        .py_call("descriptors", "pack", json!([layout, value]))
-        .map(|v| {
-            let s = v["hex"].as_str().unwrap().to_string();
-            (0..s.len() / 2)
-                .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-                .collect()
-        })
+fn pack(layout: &Layout, value: Value) -> Result<Vec<u8>, String> {
+    pack_value(layout, &value).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -43,28 +36,28 @@ fn byte_arrays_take_bytes_and_str_of_their_length() {
     };
     // bytes for both the i8 (C char) and the u8 array; str (UTF-8) for the u8 one.
     let from_bytes = pack(
-        &l,
+        l,
         json!({"id": 3, "name": bytes(b"hi\xff\0\0\0\0\0"), "key": bytes(b"k3y!")}),
     )
     .unwrap();
     assert_eq!(from_bytes, want.pack());
     let from_str = pack(
-        &l,
+        l,
         json!({"id": 3, "name": [104, 105, -1, 0, 0, 0, 0, 0], "key": "k3y!"}),
     )
     .unwrap();
     assert_eq!(from_str, want.pack());
     // Of another length: an error that says how many bytes, and how to pad.
-    let err = pack(&l, json!({"id": 3, "name": "hi", "key": "k3y!"})).unwrap_err();
+    let err = pack(l, json!({"id": 3, "name": "hi", "key": "k3y!"})).unwrap_err();
     assert!(
         err.contains(
-            "PackError: descriptor `test::Named`, field `name`: a [i8; 8] takes exactly 8 \
-             bytes, got 2; pad it"
+            "descriptor `test::Named`, field `name`: a [i8; 8] takes exactly 8 bytes, got 2; \
+             pad it"
         ),
         "{err}"
     );
     let err = pack(
-        &l,
+        l,
         json!({"id": 3, "name": "hi\0\0\0\0\0\0", "key": "key-too-long"}),
     )
     .unwrap_err();
@@ -75,9 +68,9 @@ fn byte_arrays_take_bytes_and_str_of_their_length() {
     // A str for an array of other elements is refused, not read as characters.
     let mut v = everything_value();
     v["grid"] = json!("abcdef");
-    let err = pack(&layout::<Everything>(), v).unwrap_err();
+    let err = pack(layout::<Everything>(), v).unwrap_err();
     assert!(
-        err.contains("field `grid`: a [[i16; 3]; 2] takes a list, got str"),
+        err.contains("field `grid`: a [[i16; 3]; 2] takes a list, got \"abcdef\""),
         "{err}"
     );
 }
@@ -94,24 +87,24 @@ fn everything_value() -> Value {
 }
 
 #[test]
-fn python_pack_names_the_descriptor_and_the_field() {
+fn pack_names_the_descriptor_and_the_field() {
     let blob = layout::<Blob>();
-    let err = pack(&blob, json!({"gain": 1.0, "bias": 0, "tag": vec![0; 16]})).unwrap_err();
+    let err = pack(blob, json!({"gain": 1.0, "bias": 0, "tag": vec![0; 16]})).unwrap_err();
     assert_eq!(
         err,
-        "PackError: descriptor `my_lib::Blob` has no value for field `seed`"
+        "descriptor `my_lib::Blob` has no value for field `seed`"
     );
     let err = pack(
-        &blob,
+        blob,
         json!({"gain": 1.0, "bias": 0, "seed": 0, "tag": vec![0; 16], "gian": 2.0}),
     )
     .unwrap_err();
     assert_eq!(
         err,
-        "PackError: descriptor `my_lib::Blob` has no field `gian` (its fields: gain, bias, seed, tag)"
+        "descriptor `my_lib::Blob` has no field `gian` (its fields: gain, bias, seed, tag)"
     );
     let err = pack(
-        &blob,
+        blob,
         json!({"gain": 1.0, "bias": 1.5, "seed": 0, "tag": vec![0; 16]}),
     )
     .unwrap_err();
@@ -120,13 +113,13 @@ fn python_pack_names_the_descriptor_and_the_field() {
         "{err}"
     );
     let err = pack(
-        &blob,
+        blob,
         json!({"gain": 1.0, "bias": 0, "seed": -1, "tag": vec![0; 16]}),
     )
     .unwrap_err();
     assert!(err.contains("field `seed`: -1 does not fit u64"), "{err}");
     let err = pack(
-        &blob,
+        blob,
         json!({"gain": 1.0, "bias": 0, "seed": 0, "tag": vec![0; 15]}),
     )
     .unwrap_err();
@@ -138,21 +131,21 @@ fn python_pack_names_the_descriptor_and_the_field() {
     let everything = layout::<Everything>();
     let mut v = everything_value();
     v["inner"] = json!({"flag": true});
-    let err = pack(&everything, v.clone()).unwrap_err();
+    let err = pack(everything, v.clone()).unwrap_err();
     assert_eq!(
         err,
-        "PackError: descriptor `Everything` has no value for field `inner.scale`"
+        "descriptor `Everything` has no value for field `inner.scale`"
     );
     v["inner"] = json!({"flag": true, "scale": 1.0});
     v["mode"] = json!("Slow");
-    let err = pack(&everything, v.clone()).unwrap_err();
+    let err = pack(everything, v.clone()).unwrap_err();
     assert!(
-        err.contains("field `mode`: 'Slow' is not a variant of Mode (its variants: Fast, Exact)"),
+        err.contains("field `mode`: \"Slow\" is not a variant of Mode (its variants: Fast, Exact)"),
         "{err}"
     );
     v["mode"] = json!("Fast");
     v["grid"][1][2] = json!(40_000);
-    let err = pack(&everything, v).unwrap_err();
+    let err = pack(everything, v).unwrap_err();
     assert!(
         err.contains("field `grid[1][2]`: 40000 does not fit i16"),
         "{err}"
