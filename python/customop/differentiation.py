@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .elements import ElementType, ElementTypes
 from .layout import Json, ManifestError, json_field
-
-if TYPE_CHECKING:
-    from .manifest import OpSchema
 
 __all__ = ["Derivatives", "NotDifferentiableError", "input_refusal", "output_refusal"]
 
@@ -82,9 +79,9 @@ def _why(declared: Any, name: str, types: ElementTypes) -> str:
     return "the op's manifest lists no derivative for it"
 
 
-def input_refusal(sch: OpSchema, types: ElementTypes, name: str, dtype: Any, stop: str) -> str:
+def input_refusal(sch: Any, types: ElementTypes, name: str, dtype: Any, stop: str) -> str:
     """The message for a tangent or gradient asked through input `name` (of runtime dtype
-    `dtype`) of op `sch`, which has none there; `stop` says how the front end stops one
+    `dtype`) of op `sch` (a `manifest.OpSchema`), which has none there; `stop` says how the front end stops one
     (`jax.lax.stop_gradient(x)`, `x.detach()`)."""
     declared = next((p for p in sch.params if p.name == name), None)
     return ("%s: input `%s` (%s here) has no derivative: %s. customop refuses rather than give "
@@ -93,7 +90,7 @@ def input_refusal(sch: OpSchema, types: ElementTypes, name: str, dtype: Any, sto
             % (sch.name, name, dtype, _why(declared, name, types), name, stop))
 
 
-def output_refusal(sch: OpSchema, types: ElementTypes, name: str, dtype: Any) -> str:
+def output_refusal(sch: Any, types: ElementTypes, name: str, dtype: Any) -> str:
     """The message for a derivative asked through output `name` (of runtime dtype `dtype`) of
     op `sch`, which has none there."""
     declared = next((r for r in sch.results if r.name == name), None)

@@ -16,6 +16,7 @@ from the dimension's bounds and constraints, refused when it is not known for ev
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -104,9 +105,8 @@ def require(v: Any, low: int, message: Callable[[], str]) -> None:
     front end's symbolic value is not compared here. `ShapeExprError(message())` on refusal."""
     module = type(v).__module__
     if module == "torch" or module.startswith("torch."):
-        import torch
-
-        torch._check_with(ShapeExprError, v >= low, message)
+        # A torch value: torch is loaded; the core imports no front end itself.
+        sys.modules["torch"]._check_with(ShapeExprError, v >= low, message)
     elif module.startswith("jax."):
         try:
             holds = v >= low
