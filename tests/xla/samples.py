@@ -91,6 +91,8 @@ def calls(lib: Any) -> list[Call]:
     mask = np.array([[True, False, True], [False, True, False]])
     return [
         Call("example::array_attr", [], {"array": np.arange(4, dtype=np.int32)}, torch=False),
+        Call("example::counter", [], {"index": 7}, torch=False),
+        Call("example::aliasing", [x23.copy()], batched=(0,)),
         Call("example::dictionary_attr", [], {"secret": 3, "s": "x"}, torch=False),
         Call("example::unpack_int", [(np.arange(8) % 16 - 8).astype(ml_dtypes.int4).reshape(2, 4)],
              batched=(0,), torch=False),

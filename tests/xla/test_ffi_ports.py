@@ -34,6 +34,28 @@ def raw_dictionary_attr(**attrs):
     return jax.ffi.ffi_call(LIB.target("example::dictionary_attr"), (I64, I64))(**attrs)
 
 
+class JaxsCpuExamples(unittest.TestCase):
+    """The other two of JAX's CPU FFI examples, ported (their tests: jax's
+    examples/ffi/tests/cpu_examples_test.py, run unchanged by scripts/jax_ffi_tests.sh)."""
+
+    def test_a_counter_per_index_kept_for_the_process_under_jit_too(self):
+        self.assertEqual([int(OPS.counter(index=101)) for _ in range(3)], [0, 1, 2])
+        self.assertEqual(int(OPS.counter(index=102)), 0)
+        self.assertEqual(int(OPS.counter(index=101)), 3)
+        f = jax.jit(lambda x: (x, OPS.counter(index=103)))
+        self.assertEqual([int(f(0)[1]), int(f(0)[1]), int(f(1)[1])], [0, 1, 2])
+        f.clear_cache()
+        self.assertEqual(int(f(0)[1]), 3)
+
+    def test_aliasing_gives_its_input_back_of_any_type_and_rank(self):
+        for x in (np.linspace(0, 0.5, 10), np.int32(6), np.array([[True, False]]),
+                  np.array([1 - 2j], np.complex64), np.arange(6, dtype=np.uint16).reshape(2, 3)):
+            with self.subTest(dtype=np.asarray(x).dtype.name):
+                got = jax.jit(lambda x: OPS.aliasing(x), donate_argnums=0)(jnp.asarray(x))
+                np.testing.assert_array_equal(np.asarray(got), x)
+                np.testing.assert_array_equal(np.asarray(OPS.aliasing(x)), x)
+
+
 class DictionaryAttributes(unittest.TestCase):
     def test_the_kernel_sees_every_attribute_and_counts_them(self):
         for call in (OPS.dictionary_attr, raw_dictionary_attr,
@@ -283,6 +305,24 @@ class RmsNormAnyRank(unittest.TestCase):
             y, res = back.call(x)
             self.assertEqual(res.shape, shape[:-1])
             np.testing.assert_allclose(np.asarray(y), rms_ref(x), rtol=1e-6, atol=1e-6)
+
+    def test_complex_values_as_jaxs_example_computes_them(self):
+        """complex64 and complex128 through the forward with residuals and its backward, as
+        JAX's C++ example computes them (`x * x`, not `|x|^2`; the principal square root),
+        against numpy; the gradient of JAX's custom_vjp written with them against numerical
+        differences (check_grads, reverse mode, as jax's own example test)."""
+        rng = np.random.default_rng(7)
+        for dtype, tol in ((np.complex64, 1e-5), (np.complex128, 1e-12)):
+            for shape in SHAPES:
+                with self.subTest(dtype=np.dtype(dtype).name, shape=shape):
+                    x = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
+                    y, res = crosscheck.jit(PATH, lambda x: OPS.rms_norm_fwd(x, eps=EPS))(x)
+                    z = x.astype(np.complex128)
+                    scale = 1 / np.sqrt(np.mean(z * z, -1, keepdims=True) + np.float64(EPS))
+                    np.testing.assert_allclose(np.asarray(y), z * scale, rtol=tol, atol=tol)
+                    np.testing.assert_allclose(np.asarray(res), scale[..., 0], rtol=tol)
+        x = (rng.normal(size=(3, 5)) + 1j * rng.normal(size=(3, 5))).astype(np.complex128)
+        check_grads(rms_norm_example, (x,), order=1, modes=["rev"])
 
     def test_rank_0_is_refused_by_name(self):
         with self.assertRaisesRegex(SchemaError, r"output `res`: `\.\.x\.dims\(\.\.-1\)` of "

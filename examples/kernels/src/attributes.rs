@@ -83,3 +83,19 @@ pub fn array_attr(
     res.as_mut_slice()[0] = array.iter().fold(0i32, |s, &v| s.wrapping_add(v));
     Ok(())
 }
+
+/// JAX's `counter` example: how many times this process called it before with `index` (a
+/// count per index, kept for the process, jitted calls included).
+#[custom_op(name = "example::counter")]
+pub fn counter(
+    #[attr] index: i64,
+    #[out(shape = [])] mut n: TensorMut<'_, i32, 0>,
+) -> Result<(), OpError> {
+    static COUNTS: std::sync::Mutex<std::collections::BTreeMap<i64, i32>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut counts = COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    let c = counts.entry(index).or_insert(0);
+    n.as_mut_slice()[0] = *c;
+    *c = c.saturating_add(1);
+    Ok(())
+}

@@ -80,3 +80,18 @@ pub fn toggle(#[inout] mut mask: TensorMut<'_, bool>) -> Result<(), OpError> {
     }
     Ok(())
 }
+
+/// JAX's `aliasing` example: its input as its result, updated in place and left as it is (the
+/// result is the input's buffer where XLA aliases them, else a copy of it), for every element
+/// type that is not packed and every rank.
+#[custom_op(
+    name = "example::aliasing",
+    dtypes(T = [
+        bool, i8, i16, i32, i64, u8, u16, u32, u64, customop::f16, customop::bf16, f32, f64,
+        customop::Complex64, customop::Complex128
+    ])
+)]
+pub fn aliasing<T: customop::types::Element>(#[inout] x: TensorMut<'_, T>) -> Result<(), OpError> {
+    let _ = x;
+    Ok(())
+}

@@ -18,6 +18,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
         names,
         vec![
             "example::add_offset",
+            "example::aliasing",
             "example::apply_stats",
             "example::apply_taps",
             "example::apply_taps_bwd",
@@ -27,6 +28,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::checked_sqrt",
             "example::cmul",
             "example::concat_rows",
+            "example::counter",
             "example::counter_step",
             "example::dequantize_fp8",
             "example::dequantize_mxfp4",
