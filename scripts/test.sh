@@ -164,6 +164,7 @@ py_tests "shape rules on symbolic sizes: the sizes' own arithmetic, never forced
 py_tests "the PJRT cross-check's comparison: per-element tolerances, NaN, shape, dtype, refusal code, stage, status" tests/python/test_crosscheck.py
 py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
 py_tests "AOTInductor from C++ with no Python (the cdylib registers its ops itself; blob swapped by name; wrong size refused), torch.export save/load" tests/torch/test_aoti.py
+py_tests "torch.compile's caches: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py
 # Every test that calls ops from torch runs on both paths: native kernels (1, the default) and
 # the Python path (0, `customop.torch.load(path, native=False)`).
 for native in 1 0; do
@@ -183,6 +184,7 @@ export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torc
 unset CUSTOMOP_TORCH_NATIVE
 py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
 py_tests "AOTInductor from C++ and torch.export save/load on $TORCH_TAG" tests/torch/test_aoti.py "$TORCH_NEWEST_PYTHON"
+py_tests "torch.compile's caches on $TORCH_TAG" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
 for native in 1 0; do
   export CUSTOMOP_TORCH_NATIVE=$native
   py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"

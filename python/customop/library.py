@@ -32,7 +32,9 @@ class KernelLibrary:
         self.cdll = ctypes.CDLL(self.path)
         fn = self.cdll.customop_manifest
         fn.restype = ctypes.c_char_p
-        self.manifest = Manifest.from_json(json.loads(fn().decode("utf-8")))
+        #: The manifest as the library wrote it (bytes): what a cache keyed on the ops hashes.
+        self.manifest_bytes: bytes = fn()
+        self.manifest = Manifest.from_json(json.loads(self.manifest_bytes.decode("utf-8")))
         self._layouts = self.manifest.layouts()
 
     def entries(self) -> list[OpEntry]:

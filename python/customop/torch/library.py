@@ -17,6 +17,7 @@ from ..library import KernelLibrary
 from ..manifest import UPDATED, DtypeVar, ElementType, OpEntry, OpSchema, UpdatedExternal
 from ..schema import ResultSpec, SchemaError, backend_config, operand_names, result_specs
 from .autograd import autograd_kernel
+from .cache_key import include as include_in_cache_key
 from .packed import AS_BYTES, logical_shape, packed_shape
 from .native import (AS_TENSOR, NativeRegistrar, NativeUnavailable, adapter,
                      native_unsupported_reason, register_fake_only, shim_has_dtype,
@@ -65,6 +66,7 @@ class TorchLibrary:
                                         "the Python path")
             self._native = NativeRegistrar(self.library.cdll, self.path)
         self._handlers = Handlers(self.library)
+        include_in_cache_key(self.library.manifest_bytes)
         types = self.library.manifest.element_types.values()
         # torch's dtype of each element type, by its numpy name (torch spells them alike).
         # (Only those this torch has: 2.9 has no float8_e8m0fnu, none has float8_e4m3.)
