@@ -226,7 +226,9 @@ def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
-            grad = next(g for g in grads if g is not None)
+            grad = next((g for g in grads if g is not None), None)
+            if grad is None:
+                return (None, None, *[None] * len(ctx.shapes))
             message = _no_gradient_message(name)
             return (None, None, *[_refuse_gradient(grad, shape, "no_gradient", message)
                                   if needed else None
@@ -256,7 +258,11 @@ def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
         def backward(ctx: Any, *grads: Any) -> Any:
             assert vjp is not None
             needed = ctx.needs_input_grad[2:]
-            grad = next(g for g in grads if g is not None)
+            grad = next((g for g in grads if g is not None), None)
+            if grad is None:
+                # No output carries a gradient (each is an undefined, zero, cotangent): the
+                # gradient of every input is zero, whatever the op's derivative.
+                return (None, None, *[None] * ctx.n_args)
             why = next((w for w, g in zip(ctx.refused_outputs, grads) if w and g is not None),
                        None) or next((w for w, n in zip(ctx.refused_inputs, needed) if w and n),
                                      None)
