@@ -471,7 +471,12 @@ class Opcheck(unittest.TestCase):
                 op = packet(call.op)
                 sch = LIB.library.op(call.op).schema
                 args = [to_torch(o) for o in call.operands]
-                if sch.vjp is not None:
+                float8_out = any(str(getattr(getattr(r, "dtype", None), "name", "")).startswith("f8")
+                                 for r in sch.results)
+                if sch.vjp is not None and not float8_out:
+                    # (Not for float8 results: opcheck's backward sums the outputs, and torch
+                    # has no sum for float8. fp8_affine's gradient is checked in
+                    # test_differentiability.py.)
                     diff = {of for _, of in sch.vjp.gradients}
                     args = [a.requires_grad_() if p.name in diff else a
                             for p, a in zip(sch.operands, args)]
