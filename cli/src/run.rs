@@ -293,13 +293,14 @@ pub fn run(r: &Request) -> Result<Vec<Array>, Failure> {
         .collect())
 }
 
-/// Element `i` of packed sub-byte data `data` of type `element` (XLA's packing: low bits
-/// first), as text.
+/// Element `i` of sub-byte data `data` of type `element` as the runner hands it to the host
+/// (one element a byte, in its low bits, as ml_dtypes keeps it), as text.
 fn packed_value(element: ElementType, data: &[u8], i: usize) -> String {
     let bits = element.bits() as usize;
-    let per = 8 / bits.max(1);
-    let byte = data.get(i / per).copied().unwrap_or(0);
-    let code = (byte >> ((i % per) * bits)) & ((1u8 << bits) - 1);
+    let Some(byte) = data.get(i).copied() else {
+        return "?".to_string();
+    };
+    let code = byte & ((1u8 << bits) - 1);
     match element {
         ElementType::F4E2M1FN => customop::F4E2M1FN::from_bits(code).to_f32().to_string(),
         // Signed: the top bit of the code is the sign.
