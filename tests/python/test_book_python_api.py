@@ -1,7 +1,8 @@
 """The book's Python API reference (book/src/reference/python-api.md) against the package: under
 each `## `customop.x`` heading, every name of that module's `__all__` is listed (the first
 column of its table), and every name listed exists (`Library.call`: an attribute of a listed
-class); every exception of the exceptions table exists by its full name and is an exception.
+class); every exception of the exceptions table exists by its full name, with the base
+classes and the other names the table gives it, and every exception a module exports is there.
 A module that cannot be imported here (customop.torch and customop.torchax need torch) is
 compared with its source's `__all__`, read with ast, and its listed names with the names the
 source defines or imports.
@@ -26,7 +27,7 @@ ROW = re.compile(r"^\| `([A-Za-z_][A-Za-z0-9_.]*)` \|")
 
 def sections(text):
     """{module: [names in the first column of its tables]}, and the exceptions table's names."""
-    out, exceptions, current = {}, [], None
+    out, exceptions, current = {}, {}, None
     for line in text.splitlines():
         if line.startswith("## "):
             m = HEADING.match(line)
@@ -38,7 +39,8 @@ def sections(text):
         if row is None:
             continue
         if current == "Exceptions":
-            exceptions.append(row.group(1))
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            exceptions[row.group(1)] = [re.findall(r"`([^`]+)`", c) for c in cells[1:]]
         elif current in out:
             out[current].append(row.group(1))
     return out, exceptions
@@ -118,9 +120,11 @@ class PythonApiPage(unittest.TestCase):
                                       "python-api.md lists `%s` under `%s`, whose source has "
                                       "no such name" % (name, module))
 
-    def test_every_exception_exists(self):
+    def test_every_exception_exists_with_its_bases(self):
+        """Each exception of the table exists by its full name, its base classes are the
+        second column, and each name of the third column is the same class."""
         self.assertTrue(self.exceptions, "python-api.md has no exceptions table")
-        for dotted in self.exceptions:
+        for dotted, (bases, aliases) in self.exceptions.items():
             with self.subTest(exception=dotted):
                 module, _, name = dotted.rpartition(".")
                 mod = imported(module)
@@ -130,6 +134,14 @@ class PythonApiPage(unittest.TestCase):
                 cls = getattr(mod, name, None)
                 self.assertTrue(isinstance(cls, type) and issubclass(cls, Exception),
                                 "python-api.md's exception `%s` is not one" % dotted)
+                self.assertEqual([b.__name__ for b in cls.__bases__], bases,
+                                 "python-api.md gives `%s` other base classes" % dotted)
+                for alias in aliases:
+                    where, _, short = alias.rpartition(".")
+                    other = imported(where)
+                    if other is not None:
+                        self.assertIs(getattr(other, short, None), cls,
+                                      "python-api.md says `%s` is `%s`" % (alias, dotted))
 
     def test_every_exception_of_a_module_is_in_the_table(self):
         """An exception class a module exports is in the exceptions table, under that module's
