@@ -70,7 +70,9 @@ class BookVersions(unittest.TestCase):
         self.rows = table()
 
     def row(self, name: str) -> list[str]:
-        self.assertIn(name, self.rows, "the version table has no `%s` row" % name)
+        if name not in self.rows:
+            self.fail("the version table has no `%s` row (it has: %s)"
+                      % (name, ", ".join(self.rows)))
         return self.rows[name]
 
     def versions_tested(self, name: str) -> list[str]:
@@ -150,6 +152,11 @@ class BookVersions(unittest.TestCase):
         api = re.search(r"API_VERSIONS: &\[\(i32, i32\)\] = &\[\((\d+), (\d+)\)\]",
                         read("runtime/src/pjrt/plugin.rs"))
         self.assertIn("PJRT C API %s.%s exactly" % api.groups(), row[3])
+
+    def test_mlir(self) -> None:
+        m = re.search(r"libmlir-(\d+)-dev", read("scripts/setup.sh"))
+        self.assertIsNotNone(m)
+        self.assertEqual(self.row("MLIR, LLVM")[1], m.group(1))
 
     def test_ffi_tables(self) -> None:
         m = re.search(r"KNOWN_MINORS: core::ops::RangeInclusive<i32> = (\d+)..=(\d+);",
