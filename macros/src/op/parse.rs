@@ -340,7 +340,7 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                 "inout" => pa.inout.replace(span).is_some(),
                 "out" => {
                     let mut shape = Attr::none("`out` option", "shape");
-                    if !matches!(a.meta, syn::Meta::Path(_)) {
+                    if let syn::Meta::List(_) = a.meta {
                         match a.parse_args::<TokenStream>() {
                             Err(e) => cx.syn_error(e),
                             Ok(args) => options::parse_entries(cx, args, |cx, meta| {
@@ -367,8 +367,10 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
             };
             if seen {
                 cx.error_spanned_by(a, format!("duplicate `#[{name}]`"));
-            } else if let syn::Meta::List(_) | syn::Meta::NameValue(_) = a.meta
-                && (*name == "attr" || *name == "state")
+            } else if let syn::Meta::NameValue(_) = a.meta {
+                cx.error_spanned_by(a, format!("`#[{name} = ...]` is not a form `#[{name}]` takes"));
+            } else if let syn::Meta::List(_) = a.meta
+                && matches!(*name, "attr" | "state" | "attrs" | "inout")
             {
                 cx.error_spanned_by(a, format!("`#[{name}]` takes no arguments"));
             }
