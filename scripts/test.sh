@@ -304,9 +304,13 @@ done
 total=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG")
 echo "PJRT cross-check: $total programs run by both jaxlib and the Rust runner, all agreeing" >&2
 [ "$short" = 0 ] || { echo "a suite made fewer PJRT cross-checks than its minimum" >&2; exit 1; }
-step "mdbook build, links and Python blocks"
+step "mdbook build, links, SUMMARY, doctest list and Python blocks"
 mdbook build book
 "$CUSTOMOP_PYTHON" scripts/check_book.py book/src
+py_tests "the book's version table against the pins and bounds" tests/python/test_book_versions.py
+py_tests "the book's Python API reference against every module's __all__ and exceptions" tests/python/test_book_python_api.py
+step "the quick start word for word, from an empty folder outside the repository"
+bash scripts/quickstart.sh
 step "end"
 echo "Where the time went (seconds a step, slowest first):" >&2
 sort -rn target/step-times.log | head -20 >&2

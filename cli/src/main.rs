@@ -16,6 +16,8 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[cfg(test)]
+mod book_reference;
 mod jax_export;
 mod npy;
 mod ops;

@@ -4,6 +4,8 @@
 //! keeps the user's spans, checked as a whole with every error collected, then expanded.
 //! Expansion creates no errors of its own.
 
+#[cfg(test)]
+mod book_reference;
 mod ctxt;
 mod descriptor;
 mod op;

@@ -86,6 +86,15 @@ pub(crate) fn parse_entries(
     }
 }
 
+/// `` `a`, `b`, `c` ``: a list of keywords, for an error message.
+pub(crate) fn one_of(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A flag option (`side_effect`) written with a value is an error at the value.
 pub(crate) fn no_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     let name = meta.path.to_token_stream().to_string();

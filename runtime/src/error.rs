@@ -247,6 +247,50 @@ mod tests {
         }
     }
 
+    /// The book's table of refusal codes (`book/src/reference/errors.md`, the table whose
+    /// header starts `| code |`) lists exactly `Refusal::ALL`, in its order, each row's
+    /// example naming its own code: a new refusal fails here until the book has its row.
+    #[test]
+    fn the_book_lists_every_refusal_and_nothing_else() {
+        const BOOK: &str = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../book/src/reference/errors.md"
+        ));
+        let mut lines = BOOK.lines().skip_while(|l| !l.starts_with("| code |"));
+        assert!(lines.next().is_some(), "the book has no `| code |` table");
+        let rows: Vec<Vec<&str>> = lines
+            .skip(1)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.trim()
+                    .trim_matches('|')
+                    .split('|')
+                    .map(str::trim)
+                    .collect()
+            })
+            .collect();
+        let codes: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
+        let all: Vec<&str> = Refusal::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(
+            codes, all,
+            "the book's refusal codes, in Refusal::ALL's order"
+        );
+        for (r, row) in Refusal::ALL.into_iter().zip(&rows) {
+            assert_eq!(row.len(), 4, "{r}: code, when, example, XLA code");
+            if r != Refusal::KernelError && r != Refusal::KernelPanic && r != Refusal::BadState {
+                assert_eq!(
+                    row[3], "`INVALID_ARGUMENT`",
+                    "{r}: the handler's own checks"
+                );
+            }
+            assert!(
+                row[2].contains(&format!("[{r}]")),
+                "{r}: its example message carries `[{r}]`: {:?}",
+                row[2]
+            );
+        }
+    }
+
     #[test]
     fn a_refusal_is_read_back_from_a_message_wherever_it_went() {
         for r in Refusal::ALL {

@@ -92,6 +92,12 @@ mod book {
     #[doc = include_str!("../../book/src/declaring-ops.md")]
     struct DeclaringOps;
 
+    #[doc = include_str!("../../book/src/shapes.md")]
+    struct Shapes;
+
+    #[doc = include_str!("../../book/src/generic-ops.md")]
+    struct GenericOps;
+
     #[doc = include_str!("../../book/src/descriptors.md")]
     struct Descriptors;
 

@@ -3,7 +3,9 @@
 use super::model::{Body, Descriptor, FieldType};
 use crate::ctxt::Ctxt;
 
-const REPRS: &[&str] = &["u8", "u16", "u32", "i32"];
+/// The integer representations a descriptor enum may have (the book's reference lists each,
+/// which a test checks).
+pub(crate) const REPRS: &[&str] = &["u8", "u16", "u32", "i32"];
 
 pub(crate) fn check(cx: &mut Ctxt, d: &Descriptor<'_>) {
     if !d.generics.params.is_empty() {

@@ -5,6 +5,10 @@ mod expand;
 mod model;
 mod parse;
 
+/// What the derive accepts, for the test that the book's reference lists it.
+#[cfg(test)]
+pub(crate) use {check::REPRS, parse::OPTIONS};
+
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
 use quote::quote;

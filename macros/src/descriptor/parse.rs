@@ -4,6 +4,10 @@ use crate::ctxt::Ctxt;
 use crate::options::{self, Attr};
 use quote::ToTokens;
 
+/// The options `#[descriptor(...)]` takes: the parser reads these and refuses any other (the
+/// book's reference lists each, which a test checks).
+pub(crate) const OPTIONS: &[&str] = &["name", "crate", "repr_c"];
+
 /// The options as written, each with its span for later errors.
 #[derive(Default)]
 pub(crate) struct Options {
@@ -32,17 +36,24 @@ pub(crate) fn options(cx: &mut Ctxt, attrs: &[syn::Attribute]) -> Options {
         };
         options::parse_entries(cx, args, |cx, meta| {
             let p = &meta.path;
-            if p.is_ident("name") {
+            let Some(&key) = OPTIONS.iter().find(|o| p.is_ident(o)) else {
+                return Err(meta.error(format!(
+                    "unknown descriptor option `{}`: expected one of: {}",
+                    p.to_token_stream().to_string().replace(' ', ""),
+                    options::one_of(OPTIONS)
+                )));
+            };
+            if key == "name" {
                 let value: syn::LitStr = meta.value()?.parse()?;
                 if value.value().is_empty() {
                     cx.error_spanned_by(&value, "the descriptor name must not be empty");
                 } else {
                     name.set(cx, p, value);
                 }
-            } else if p.is_ident("repr_c") {
+            } else if key == "repr_c" {
                 options::no_value(&meta)?;
                 repr_c.set(cx, p, syn::spanned::Spanned::span(p));
-            } else if p.is_ident("crate") {
+            } else if key == "crate" {
                 let value: syn::LitStr = meta.value()?.parse()?;
                 match value.parse::<syn::Path>() {
                     Ok(path) => krate.set(cx, p, path),
@@ -51,10 +62,7 @@ pub(crate) fn options(cx: &mut Ctxt, attrs: &[syn::Attribute]) -> Options {
                     }
                 }
             } else {
-                return Err(meta.error(format!(
-                    "unknown descriptor option `{}`: expected one of: `name`, `crate`, `repr_c`",
-                    p.to_token_stream().to_string().replace(' ', "")
-                )));
+                unreachable!("descriptor option `{key}` is in OPTIONS but not read");
             }
             Ok(())
         });

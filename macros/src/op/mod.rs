@@ -13,6 +13,10 @@ mod parse;
 mod partition;
 mod shape_rule;
 
+/// What the macro accepts, for the test that the book's reference lists it.
+#[cfg(test)]
+pub(crate) use parse::{EXTERNAL_OPTIONS, OPTIONS, OUT_OPTIONS, PARAM_ATTRS};
+
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
 use quote::quote;

@@ -137,8 +137,19 @@ fn partition(cx: &mut Ctxt, meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Resul
     Ok(p)
 }
 
-const OPTIONS: &str =
-    "`name`, `target`, `side_effect`, `api_version`, `crate`, `partition`, `dtypes`, `vjp`, `jvp`";
+/// The options `#[custom_op(...)]` takes: the parser reads these and refuses any other (the
+/// book's reference lists each, which a test checks).
+pub(crate) const OPTIONS: &[&str] = &[
+    "name",
+    "target",
+    "side_effect",
+    "api_version",
+    "crate",
+    "partition",
+    "dtypes",
+    "vjp",
+    "jvp",
+];
 
 /// Reads the options; a bad one is recorded and the others still read, so that a later `name`
 /// is not lost.
@@ -155,8 +166,14 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
     let mut jvp = Attr::none("option", "jvp");
     options::parse_entries(cx, args, |cx, meta| {
         let p = &meta.path;
-        let key = p.get_ident().map(ToString::to_string).unwrap_or_default();
-        match key.as_str() {
+        let Some(&key) = OPTIONS.iter().find(|o| p.is_ident(o)) else {
+            return Err(meta.error(format!(
+                "unknown option `{}`: expected one of: {}",
+                p.to_token_stream().to_string().replace(' ', ""),
+                options::one_of(OPTIONS)
+            )));
+        };
+        match key {
             "name" => {
                 name.written();
                 name.set(cx, p, meta.value()?.parse()?);
@@ -202,12 +219,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
                 })?;
                 jvp.set(cx, p, v);
             }
-            _ => {
-                return Err(meta.error(format!(
-                    "unknown option `{}`: expected one of: {OPTIONS}",
-                    p.to_token_stream().to_string().replace(' ', "")
-                )));
-            }
+            _ => unreachable!("option `{key}` is in OPTIONS but not read"),
         }
         Ok(())
     });
@@ -271,7 +283,15 @@ pub(crate) struct ParamAttrs {
     pub(crate) shape_written: bool,
 }
 
-const PARAM_ATTRS: &[&str] = &["external", "attr", "attrs", "inout", "state", "out"];
+/// The parameter attributes: the parser takes these off the parameters and leaves any other
+/// (the book's reference lists each, which a test checks).
+pub(crate) const PARAM_ATTRS: &[&str] = &["external", "attr", "attrs", "inout", "state", "out"];
+
+/// The options of `#[external(...)]`.
+pub(crate) const EXTERNAL_OPTIONS: &[&str] = &["borrow"];
+
+/// The options of `#[out(...)]`.
+pub(crate) const OUT_OPTIONS: &[&str] = &["shape"];
 
 /// Takes `#[external]`, `#[attr]`, `#[state]` and `#[out(...)]` off the parameters (even when they fail to
 /// parse, with the error recorded) and returns the function to re-emit and the attributes.
@@ -295,12 +315,19 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                         match a.parse_args::<TokenStream>() {
                             Err(e) => cx.syn_error(e),
                             Ok(args) => options::parse_entries(cx, args, |_, meta| {
-                                if meta.path.is_ident("borrow") {
-                                    options::no_value(&meta)?;
-                                    pa.borrow = true;
-                                    Ok(())
-                                } else {
-                                    Err(meta.error("unknown `external` option: expected `borrow`"))
+                                match EXTERNAL_OPTIONS.iter().find(|o| meta.path.is_ident(o)) {
+                                    Some(&"borrow") => {
+                                        options::no_value(&meta)?;
+                                        pa.borrow = true;
+                                        Ok(())
+                                    }
+                                    Some(o) => unreachable!(
+                                        "`external` option `{o}` is in EXTERNAL_OPTIONS but not read"
+                                    ),
+                                    None => Err(meta.error(format!(
+                                        "unknown `external` option: expected {}",
+                                        options::one_of(EXTERNAL_OPTIONS)
+                                    ))),
                                 }
                             }),
                         }
@@ -311,18 +338,24 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                 "state" => pa.state.replace(span).is_some(),
                 "attrs" => pa.attrs.replace(span).is_some(),
                 "inout" => pa.inout.replace(span).is_some(),
-                _ => {
+                "out" => {
                     let mut shape = Attr::none("`out` option", "shape");
-                    if !matches!(a.meta, syn::Meta::Path(_)) {
+                    if let syn::Meta::List(_) = a.meta {
                         match a.parse_args::<TokenStream>() {
                             Err(e) => cx.syn_error(e),
                             Ok(args) => options::parse_entries(cx, args, |cx, meta| {
-                                if meta.path.is_ident("shape") {
-                                    shape.written();
-                                    shape.set(cx, &meta.path, meta.value()?.parse::<syn::Expr>()?);
-                                    Ok(())
-                                } else {
-                                    Err(meta.error("unknown `out` option: expected `shape = [...]` or `shape = param`"))
+                                match OUT_OPTIONS.iter().find(|o| meta.path.is_ident(o)) {
+                                    Some(&"shape") => {
+                                        shape.written();
+                                        shape.set(cx, &meta.path, meta.value()?.parse::<syn::Expr>()?);
+                                        Ok(())
+                                    }
+                                    Some(o) => unreachable!(
+                                        "`out` option `{o}` is in OUT_OPTIONS but not read"
+                                    ),
+                                    None => Err(meta.error(
+                                        "unknown `out` option: expected `shape = [...]` or `shape = param`",
+                                    )),
                                 }
                             }),
                         }
@@ -330,11 +363,14 @@ pub(crate) fn take_param_attrs(cx: &mut Ctxt, item: &ItemFn) -> (TokenStream, Ve
                     pa.shape_written = shape.is_written();
                     pa.out.replace((span, shape.get())).is_some()
                 }
+                other => unreachable!("`#[{other}]` is in PARAM_ATTRS but not read"),
             };
             if seen {
                 cx.error_spanned_by(a, format!("duplicate `#[{name}]`"));
-            } else if let syn::Meta::List(_) | syn::Meta::NameValue(_) = a.meta
-                && (*name == "attr" || *name == "state")
+            } else if let syn::Meta::NameValue(_) = a.meta {
+                cx.error_spanned_by(a, format!("`#[{name} = ...]` is not a form `#[{name}]` takes"));
+            } else if let syn::Meta::List(_) = a.meta
+                && matches!(*name, "attr" | "state" | "attrs" | "inout")
             {
                 cx.error_spanned_by(a, format!("`#[{name}]` takes no arguments"));
             }

@@ -173,14 +173,9 @@ fn dim_expr(e: &syn::Expr) -> Result<Expr<syn::Ident>, (Span, String)> {
         syn::Expr::Group(g) => dim_expr(&g.expr),
         syn::Expr::Path(_) => ident(e).map(Expr::Attr).ok_or_else(|| bad(e.span())),
         syn::Expr::Binary(b) => {
-            let op = match b.op {
-                syn::BinOp::Add(_) => BinOp::Add,
-                syn::BinOp::Sub(_) => BinOp::Sub,
-                syn::BinOp::Mul(_) => BinOp::Mul,
-                syn::BinOp::Div(_) => BinOp::Div,
-                syn::BinOp::Rem(_) => BinOp::Rem,
-                _ => return Err(bad(b.op.span())),
-            };
+            // The operators are customop-shape's (`+ - * / %`), by their symbols.
+            let symbol = quote::ToTokens::to_token_stream(&b.op).to_string();
+            let op = BinOp::from_symbol(&symbol).ok_or_else(|| bad(b.op.span()))?;
             Ok(Expr::bin(op, dim_expr(&b.left)?, dim_expr(&b.right)?))
         }
         syn::Expr::MethodCall(m) => {
@@ -220,13 +215,12 @@ fn dim_expr(e: &syn::Expr) -> Result<Expr<syn::Ident>, (Span, String)> {
             ),
         )),
         syn::Expr::Call(c) => {
-            let f = ident(&c.func).map(|f| f.to_string());
-            let op = match f.as_deref() {
-                Some("min") => BinOp::Min,
-                Some("max") => BinOp::Max,
-                Some("ceil_div") => BinOp::CeilDiv,
-                _ => return Err(bad(c.func.span())),
-            };
+            // The functions are customop-shape's operations without a symbol (`min`, `max`,
+            // `ceil_div`), by their names.
+            let op = ident(&c.func)
+                .and_then(|f| BinOp::from_name(&f.to_string()))
+                .filter(|op| op.symbol().is_none())
+                .ok_or_else(|| bad(c.func.span()))?;
             let mut args = c.args.iter();
             match (args.next(), args.next(), args.next()) {
                 (Some(a), Some(b), None) => Ok(Expr::bin(op, dim_expr(a)?, dim_expr(b)?)),

@@ -221,8 +221,10 @@ def export(ep: torch.export.ExportedProgram, lib: TorchLibrary,
         raise TorchXlaUnavailable(
             "customop.torch.export lowers through torch_xla, which cannot be imported here (%s). "
             "torch_xla's last release, 2.9, runs on torch 2.9 only, and this is torch %s. On "
-            "torch 2.10 and later, export with customop.torchax.export(ep, lib) (pip install "
-            "--pre 'customop[torchax]'); on torch 2.9, pip install 'customop[torch-xla]'."
+            "torch 2.10 and later, export with customop.torchax.export(ep, lib) (customop's "
+            "package with its torchax extra: pip install --pre \"$CUSTOMOP/python[torchax]\", "
+            "$CUSTOMOP being customop's checkout); on torch 2.9, its torch-xla extra: pip "
+            "install \"$CUSTOMOP/python[torch-xla]\"."
             % (e, torch.__version__)) from e
 
     if not isinstance(lib, TorchLibrary):

@@ -4,6 +4,8 @@
 
 use core::fmt;
 
+#[cfg(test)]
+mod book;
 mod element;
 mod names;
 mod tensor_type;
