@@ -13,13 +13,14 @@
 #   - this clone's Python package (python/, `customop`) installed into both venvs, every time
 #     (a few seconds; the venvs are shared, so the last clone to run wins),
 #   - mdbook at a pinned version, for the book,
-#   - XLA's CPU PJRT plugin (PyPI wheel `xla-cpu-pjrt`, pinned by hash), unpacked into
-#     the same cache (pjrt-cpu-<version>/) and linked as target/pjrt-plugin, for the Rust
-#     runner (feature `pjrt`).
+#   - XLA's CPU PJRT plugins customop knows (runtime/src/pjrt/plugins.txt: PyPI wheels pinned
+#     by hash), each unpacked into a folder of the same cache, the default one linked as
+#     target/pjrt-plugin, for the Rust runner (feature `pjrt`); and the PJRT 0.114 header.
 # Each step checks first and does nothing when its part is already there.
 #
 # `setup.sh --pjrt` installs only what the Rust runner and the demo need: the Debian
-# packages (LLVM/MLIR, to build programs with melior) and the plugin; no venv, no mdbook.
+# packages (LLVM/MLIR, to build programs with melior) and the default plugin; no venv, no
+# mdbook.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +37,9 @@ APT_PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev libclang-22-dev libpolly-
 # valgrind (the handler layer under memcheck), g++ (a C++ program calling an op through torch's
 # dispatcher, tests/torch/cpp).
 [ "$ONLY_PJRT" = 1 ] || APT_PACKAGES+=(valgrind g++)
-PJRT_VERSION=0.0.1
-PJRT_WHEEL=xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl
-PJRT_SHA256=55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc
+# The PJRT 0.114 header for the runner's layout test: pypjrt's sdist vendors it (Apache-2.0).
+PYPJRT_VERSION=0.1.1
+PYPJRT_SHA256=e85e8fd382801726f9b8d1348deeebe5fb3aab35e95147c09d693cc701190dec
 REQ=tests/xla/requirements.txt
 CACHE="${CUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/customop}"
 VENV="$CACHE/xla-venv-$(sha256sum "$REQ" | cut -c1-16)"
@@ -74,46 +75,86 @@ if [ "$(llvm-config-22 --prefix)" != /usr/lib/llvm-22 ]; then
   exit 1
 fi
 
-# --- XLA's CPU PJRT plugin --------------------------------------------------------------------
-# The wheel holds the plugin (xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so) and PJRT's C header;
-# pip downloads it (any Python 3 with pip will do: nothing is installed into it), the hash
-# is checked, and the two files are unpacked into the cache.
-PJRT_DIR="$CACHE/pjrt-cpu-$PJRT_VERSION"
-if [ ! -f "$PJRT_DIR/.complete" ]; then
-  pip_python=""
-  for c in python3 "${CUSTOMOP_BASE_PYTHON:-}"; do
-    if [ -n "$c" ] && "$c" -m pip --version >/dev/null 2>&1; then pip_python=$c; break; fi
-  done
-  if [ -z "$pip_python" ]; then
-    say "no python3 with pip to download the PJRT plugin (apt-get install python3-pip)"
-    exit 1
-  fi
-  say "downloading the XLA CPU PJRT plugin $PJRT_VERSION (63 MB)"
+# --- XLA's CPU PJRT plugins -------------------------------------------------------------------
+# The plugins customop knows, from runtime/src/pjrt/plugins.txt (one line a plugin, the default
+# first; the runner reads the same table): pip downloads each wheel without its dependencies
+# (any Python 3 with pip will do: nothing is installed into it), its hash is checked, and the
+# plugin (and the PJRT C header, where the wheel has one) is unpacked into the cache, its hash
+# checked too. `--pjrt` installs the default plugin only; the tests run on all of them. The
+# PJRT 0.114 header (the pypjrt sdist's copy) is for the runner's layout test.
+pip_python=""
+for c in python3 "${CUSTOMOP_BASE_PYTHON:-}"; do
+  if [ -n "$c" ] && "$c" -m pip --version >/dev/null 2>&1; then pip_python=$c; break; fi
+done
+need_pip() {
+  [ -n "$pip_python" ] || { say "no python3 with pip to download $1 (apt-get install python3-pip)"; exit 1; }
+}
+install_plugin() {  # name version dir wheel wheel_sha256 member sha256 header
+  local name=$1 version=$2 dir="$CACHE/$3" wheel=$4 wheel_sha=$5 member=$6 sha=$7 header=$8
+  [ -f "$dir/.complete" ] && return 0
+  need_pip "the PJRT plugin $name $version"
+  say "downloading the PJRT plugin $name $version"
+  local tmp
   tmp=$(mktemp -d)
   "$pip_python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --platform manylinux_2_27_x86_64 -d "$tmp" "xla-cpu-pjrt==$PJRT_VERSION"
-  if [ "$(sha256sum "$tmp/$PJRT_WHEEL" | cut -d' ' -f1)" != "$PJRT_SHA256" ]; then
-    say "the downloaded $PJRT_WHEEL does not have the pinned sha256 $PJRT_SHA256"
+    --platform manylinux_2_27_x86_64 -d "$tmp" "$name==$version"
+  if [ "$(sha256sum "$tmp/$wheel" | cut -d' ' -f1)" != "$wheel_sha" ]; then
+    say "the downloaded $wheel does not have the pinned sha256 $wheel_sha"
     exit 1
   fi
-  rm -rf "$PJRT_DIR"
-  mkdir -p "$PJRT_DIR"
-  "$pip_python" - "$tmp/$PJRT_WHEEL" "$PJRT_DIR" <<'PY'
-import sys, zipfile, os
-wheel, out = sys.argv[1], sys.argv[2]
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  "$pip_python" - "$tmp/$wheel" "$dir" "$member" "$header" <<'PY'
+import os, sys, zipfile
+wheel, out, member, header = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z:
-    for name, dest in [("xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", "xla_cpu_pjrt.so"),
-                       ("xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h", "pjrt_c_api.h")]:
-        with z.open(name) as src, open(os.path.join(out, dest), "wb") as dst:
+    for name in [member] + ([header] if header != "-" else []):
+        with z.open(name) as src, open(os.path.join(out, os.path.basename(name)), "wb") as dst:
             dst.write(src.read())
 PY
   rm -rf "$tmp"
-  echo "$PJRT_WHEEL $PJRT_SHA256" > "$PJRT_DIR/.complete"   # written last: marks it complete
-fi
+  if [ "$(sha256sum "$dir/$(basename "$member")" | cut -d' ' -f1)" != "$sha" ]; then
+    say "the plugin in $wheel does not have the pinned sha256 $sha"
+    rm -rf "$dir"
+    exit 1
+  fi
+  echo "$wheel $wheel_sha" > "$dir/.complete"   # written last: marks it complete
+}
+first=1
+while read -r name version _pjrt _stablehlo _ffi dir wheel wheel_sha member sha header; do
+  case "$name" in ''|'#'*) continue ;; esac
+  if [ "$first" = 1 ]; then DEFAULT_PJRT_DIR="$CACHE/$dir"; fi
+  if [ "$first" = 1 ] || [ "$ONLY_PJRT" = 0 ]; then
+    install_plugin "$name" "$version" "$dir" "$wheel" "$wheel_sha" "$member" "$sha" "$header"
+  fi
+  first=0
+done < runtime/src/pjrt/plugins.txt
 mkdir -p target
-if [ "$(readlink target/pjrt-plugin 2>/dev/null)" != "$PJRT_DIR" ]; then
+if [ "$(readlink target/pjrt-plugin 2>/dev/null)" != "$DEFAULT_PJRT_DIR" ]; then
   rm -rf target/pjrt-plugin
-  ln -s "$PJRT_DIR" target/pjrt-plugin
+  ln -s "$DEFAULT_PJRT_DIR" target/pjrt-plugin
+fi
+if [ "$ONLY_PJRT" = 0 ]; then
+  HEADER_DIR="$CACHE/pjrt-headers-0.114"
+  if [ ! -f "$HEADER_DIR/.complete" ]; then
+    need_pip "the PJRT 0.114 header"
+    say "downloading the PJRT 0.114 header (the pypjrt 0.1.1 sdist)"
+    tmp=$(mktemp -d)
+    "$pip_python" -m pip download -q --disable-pip-version-check --no-deps --no-binary=:all: \
+      -d "$tmp" "pypjrt==$PYPJRT_VERSION"
+    if [ "$(sha256sum "$tmp/pypjrt-$PYPJRT_VERSION.tar.gz" | cut -d' ' -f1)" != "$PYPJRT_SHA256" ]; then
+      say "the downloaded pypjrt-$PYPJRT_VERSION.tar.gz does not have the pinned sha256 $PYPJRT_SHA256"
+      exit 1
+    fi
+    rm -rf "$HEADER_DIR"
+    mkdir -p "$HEADER_DIR"
+    tar -xzf "$tmp/pypjrt-$PYPJRT_VERSION.tar.gz" -C "$tmp"
+    for h in pjrt_c_api.h pjrt_c_api_ffi_extension.h; do
+      cp "$tmp/pypjrt-$PYPJRT_VERSION/vendor/xla/pjrt/c/$h" "$HEADER_DIR/"
+    done
+    rm -rf "$tmp"
+    echo "pypjrt-$PYPJRT_VERSION.tar.gz $PYPJRT_SHA256" > "$HEADER_DIR/.complete"
+  fi
 fi
 if [ "$ONLY_PJRT" = 1 ]; then
   say "ready (PJRT only)"

@@ -192,7 +192,9 @@ impl fmt::Display for RunError {
                 }
                 write!(
                     f,
-                    " (run `bash scripts/setup.sh --pjrt` to install the CPU plugin)"
+                    " (`customop plugin install [NAME]` installs a known plugin, the default \
+                     without a name; in customop's checkout `bash scripts/setup.sh --pjrt` \
+                     installs the default)"
                 )
             }
             RunError::Plugin { path, message } => {

@@ -3,35 +3,22 @@
 //! lock. Each `unsafe` block says what it relies on.
 
 use super::error::{PjrtCode, RunError};
+use super::known::KnownPlugin;
 use super::sys::{self, Args};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// The PJRT API versions (major, minor) whose struct layouts `sys.rs` describes, each
-/// checked against that version's header by the layout test. A plugin of any other version is
-/// refused before any call beyond `GetPjrtApi`.
-pub const API_VERSIONS: &[(i32, i32)] = &[(0, 81)];
+/// The PJRT API versions the runner takes: major 0, minors 81 to 115. PJRT only appends to
+/// its structs and table from one minor to the next, and the runner gives and reads structs of
+/// 0.81's size, which every plugin of these versions reads alike (the layout test holds
+/// `sys.rs` to the headers of 0.81 and 0.114; the plugins of 0.81, 0.106 and 0.115 customop
+/// knows run its tests). A plugin of any other version is refused by name before any call
+/// beyond `GetPjrtApi`.
+pub const API_VERSIONS: (i32, core::ops::RangeInclusive<i32>) = (0, 81..=115);
 
 /// The environment variable naming the plugin library, for [`Plugin::locate`].
 pub const PLUGIN_ENV: &str = "CUSTOMOP_PJRT_PLUGIN";
-
-/// The CPU plugin's version that `scripts/setup.sh --pjrt` installs.
-pub const CPU_PLUGIN_VERSION: &str = "0.0.1";
-
-/// The sha256 of that plugin's library (`xla_cpu_pjrt.so` in the wheel the set-up installs,
-/// itself pinned by hash): [`Plugin::installed`] loads the file only if it has this hash.
-pub const CPU_PLUGIN_SHA256: &str =
-    "88c3f28c5900f48ad4a82cab9e79bba9537809743395e341485f8794268820dc";
-
-/// The PyPI wheel (package `xla-cpu-pjrt`, [`CPU_PLUGIN_VERSION`]) that holds the CPU plugin
-/// (`xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so`), as `scripts/setup.sh` and `customop plugin
-/// install` download it.
-pub const CPU_PLUGIN_WHEEL: &str = "xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl";
-
-/// The sha256 of [`CPU_PLUGIN_WHEEL`]: a download with another hash is refused.
-pub const CPU_PLUGIN_WHEEL_SHA256: &str =
-    "55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc";
 
 /// A loaded PJRT plugin. Plugins are never unloaded (XLA keeps threads and static state), so
 /// a `Plugin` lives for the rest of the process: [`Plugin::load`] gives a `&'static Plugin`,
@@ -51,9 +38,10 @@ pub struct Plugin {
     /// The address of the plugin's XLA FFI API table (0 if its probe saw none), found at the
     /// first registration of a customop handler.
     pub(super) xla_api: OnceLock<usize>,
-    /// Set by [`Plugin::installed`] once the file's hash is the tested plugin's: only then does
-    /// the runner rely on the XLA FFI layouts measured on that plugin (the instantiate stage).
-    pub(super) verified: std::sync::atomic::AtomicBool,
+    /// Set by [`Plugin::known`] once the file's hash is a known plugin's: only then does the
+    /// runner rely on what was measured on that plugin alone (the state functions of its XLA
+    /// FFI table where the table's version, 0.2, has builds of other layouts).
+    pub(super) verified: OnceLock<&'static KnownPlugin>,
     /// The loaded file's (device, inode), where it could be read.
     file_id: Option<(u64, u64)>,
 }
@@ -73,6 +61,8 @@ mod installed;
 
 pub use installed::default_plugin_path;
 use installed::file_id;
+#[cfg(test)]
+use installed::{identity, stamp_path};
 
 fn loaded() -> &'static Mutex<HashMap<PathBuf, &'static Plugin>> {
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, &'static Plugin>>> = OnceLock::new();
@@ -186,17 +176,21 @@ impl Plugin {
                 h.struct_size,
             )
         };
-        if !API_VERSIONS.contains(&version) {
-            let known: Vec<String> = API_VERSIONS
-                .iter()
-                .map(|(a, b)| format!("{a}.{b}"))
-                .collect();
+        let (major, ref minors) = API_VERSIONS;
+        if version.0 != major || !minors.contains(&version.1) {
+            let newer = version.0 == major && version.1 > *minors.end();
             return Err(fail(format!(
-                "it implements PJRT API {}.{}, but this runner's structs were checked against \
-                 PJRT API {} only",
+                "it implements PJRT API {}.{}, {}; this runner takes PJRT API {major}.{} to \
+                 {major}.{}",
                 version.0,
                 version.1,
-                known.join(", ")
+                if newer {
+                    "newer than any whose structs this runner was checked against"
+                } else {
+                    "which this runner does not describe"
+                },
+                minors.start(),
+                minors.end()
             )));
         }
         if struct_size < sys::API_PREFIX_SIZE {
@@ -237,7 +231,7 @@ impl Plugin {
             stablehlo_minimum: None,
             registered: Mutex::new(HashMap::new()),
             xla_api: OnceLock::new(),
-            verified: std::sync::atomic::AtomicBool::new(false),
+            verified: OnceLock::new(),
             file_id,
         };
         let mut init = sys::PJRT_Plugin_Initialize_Args::new();
@@ -251,6 +245,15 @@ impl Plugin {
     /// The library's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The plugin by name: the known plugin it was verified as (`xla-cpu-pjrt==0.0.1`), else
+    /// its path.
+    pub fn describe(&self) -> String {
+        match self.verified.get() {
+            Some(k) => k.spec(),
+            None => self.path.display().to_string(),
+        }
     }
 
     /// The PJRT API version the plugin implements (major, minor).

@@ -1,24 +1,13 @@
-//! The safe way to load a plugin: the CPU plugin the set-up installed, hashed and loaded from
-//! one open file (`Plugin::installed`).
+//! The safe way to load a plugin: a plugin customop knows, checked by its hash and loaded from
+//! one open file (`Plugin::known`, `Plugin::installed`).
 
 use super::*;
 
-/// Where the set-up installs the CPU plugin: `$CUSTOMOP_CACHE`, else
-/// `$XDG_CACHE_HOME/customop`, else `~/.cache/customop`, then
-/// `pjrt-cpu-<version>/xla_cpu_pjrt.so` (as `scripts/setup.sh --pjrt` does).
+/// Where the set-up installs the default plugin ([`KnownPlugin::default_plugin`]): customop's
+/// cache (`$CUSTOMOP_CACHE`, else `$XDG_CACHE_HOME/customop`, else `~/.cache/customop`), then
+/// the plugin's folder and file.
 pub fn default_plugin_path() -> Option<PathBuf> {
-    let cache = if let Some(c) = std::env::var_os("CUSTOMOP_CACHE") {
-        PathBuf::from(c)
-    } else if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
-        PathBuf::from(x).join("customop")
-    } else {
-        PathBuf::from(std::env::var_os("HOME")?).join(".cache/customop")
-    };
-    Some(
-        cache
-            .join(format!("pjrt-cpu-{CPU_PLUGIN_VERSION}"))
-            .join("xla_cpu_pjrt.so"),
-    )
+    KnownPlugin::default_plugin().path()
 }
 
 /// The sha256 of what `f` reads from its current position, in lower-case hex.
@@ -44,49 +33,87 @@ pub(super) fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
     (m.dev(), m.ino())
 }
 
+/// The stamp beside a verified plugin: its hash and the file's identity when it was hashed.
+pub(super) fn stamp_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".customop-verified");
+    PathBuf::from(p)
+}
+
+/// What the stamp records of an open file: device, inode, size, modification and change times
+/// (nanoseconds). Writing the file's bytes changes its change time, which no call sets back,
+/// and replacing the file changes its inode.
+pub(super) fn identity(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "dev {} ino {} size {} mtime {}.{:09} ctime {}.{:09}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
+}
+
 impl Plugin {
-    /// The CPU plugin the set-up installed ([`default_plugin_path`]), loaded only if the file
-    /// has the hash this version of customop was tested with ([`CPU_PLUGIN_SHA256`]): the one
-    /// safe way to load a plugin. The hash is computed once per process (about 0.2 s for the
-    /// 259 MB library) over an open file, and the library is loaded from that same open file
-    /// (`/proc/self/fd/N`), so the bytes loaded are the bytes hashed even if the path is
-    /// replaced meanwhile. A plugin already loaded from that file by the unsafe
-    /// [`Plugin::load`] (under any name) is refused: its bytes were never hashed. It ignores
-    /// `CUSTOMOP_PJRT_PLUGIN`; [`Plugin::locate`] reads it.
+    /// The default plugin the set-up installed ([`KnownPlugin::default_plugin`], at
+    /// [`default_plugin_path`]): [`Plugin::known`] of it.
     pub fn installed() -> Result<&'static Plugin, RunError> {
-        static VERIFIED: OnceLock<&'static Plugin> = OnceLock::new();
-        if let Some(p) = VERIFIED.get() {
-            return Ok(p);
-        }
-        let Some(path) = default_plugin_path() else {
+        Plugin::known(KnownPlugin::default_plugin())
+    }
+
+    /// A plugin customop knows, where the set-up (or `customop plugin install`) put it
+    /// ([`KnownPlugin::path`]), loaded only if the file has the hash customop knows it by: the
+    /// safe way to load a plugin. The file is hashed once (about 0.2 s for 250 MB), and a stamp
+    /// beside it (`<file>.customop-verified`) records the hash with the file's identity (device,
+    /// inode, size, modification and change times); a later process whose open file has that
+    /// identity takes the stamp's hash rather than reading the file again. The library is loaded
+    /// from the open file that was checked (`/proc/self/fd/N`), so the bytes loaded are the
+    /// bytes vouched for even if the path is replaced meanwhile. A plugin already loaded from
+    /// that file by the unsafe [`Plugin::load`] (under any name) is refused: its bytes were
+    /// never checked. It ignores `CUSTOMOP_PJRT_PLUGIN`; [`Plugin::locate`] reads it.
+    pub fn known(plugin: &'static KnownPlugin) -> Result<&'static Plugin, RunError> {
+        let Some(path) = plugin.path() else {
             return Err(RunError::PluginNotFound { tried: Vec::new() });
         };
         if !path.is_file() {
             return Err(RunError::PluginNotFound { tried: vec![path] });
         }
-        let p = Plugin::verified_at(&path)?;
-        Ok(VERIFIED.get_or_init(|| p))
+        Plugin::verified_at(&path, plugin)
     }
 
-    /// Opens `path`, hashes it and loads it from the open file, refusing a file whose hash is
-    /// not the tested plugin's or that was loaded unverified before.
-    pub(super) fn verified_at(path: &Path) -> Result<&'static Plugin, RunError> {
+    /// Opens `path`, checks that it is `known` (by the stamp or by hashing it) and loads it from
+    /// the open file, refusing a file of another hash or that was loaded unverified before.
+    pub(super) fn verified_at(
+        path: &Path,
+        known: &'static KnownPlugin,
+    ) -> Result<&'static Plugin, RunError> {
         use std::os::fd::AsRawFd;
         let fail = |message: String| RunError::Plugin {
             path: path.to_path_buf(),
             message,
         };
         let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
-        let id = file_id(
-            &file
-                .metadata()
-                .map_err(|e| fail(format!("cannot stat: {e}")))?,
-        );
+        let meta = file
+            .metadata()
+            .map_err(|e| fail(format!("cannot stat: {e}")))?;
+        let id = file_id(&meta);
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         // Held from the check to the load: no `Plugin::load` of this file comes between.
         let mut map = loaded().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = map.get(&key).copied().filter(|p| p.is_verified()) {
-            return Ok(p);
+        if let Some(p) = map.get(&key).copied()
+            && let Some(k) = p.verified.get()
+        {
+            if std::ptr::eq(*k, known) {
+                return Ok(p);
+            }
+            return Err(fail(format!(
+                "this file is loaded as {}, not {}",
+                k.spec(),
+                known.spec()
+            )));
         }
         if let Some(p) = map
             .values()
@@ -95,32 +122,48 @@ impl Plugin {
             return Err(fail(format!(
                 "this file was already loaded, unverified, by `Plugin::load` (as {}): the \
                  bytes it runs were never hashed, so the runner cannot vouch for them; load \
-                 the installed plugin with `Plugin::installed` before any `Plugin::load` of it",
+                 it with `Plugin::known` (or `Plugin::installed`) before any `Plugin::load` of it",
                 p.path.display()
             )));
         }
-        let hash = sha256_of(&file).map_err(|e| fail(format!("cannot read: {e}")))?;
-        if hash != CPU_PLUGIN_SHA256 {
-            return Err(fail(format!(
-                "its sha256 is {hash}, not the {CPU_PLUGIN_SHA256} of the CPU plugin \
-                 {CPU_PLUGIN_VERSION} this customop was tested with (run `bash \
-                 scripts/setup.sh --pjrt` again, or load another plugin with the unsafe \
-                 `Plugin::load`)"
-            )));
+        let stamp = stamp_path(path);
+        let identity = identity(&meta);
+        let stamped = std::fs::read_to_string(&stamp)
+            .ok()
+            .filter(|s| s.trim() == format!("sha256 {} {identity}", known.sha256));
+        if stamped.is_none() {
+            let hash = sha256_of(&file).map_err(|e| fail(format!("cannot read: {e}")))?;
+            if hash != known.sha256 {
+                return Err(fail(format!(
+                    "its sha256 is {hash}, not the {} of {} (`customop plugin install {}` \
+                     installs it again; another plugin loads with the unsafe `Plugin::load`)",
+                    known.sha256,
+                    known.spec(),
+                    known.spec()
+                )));
+            }
+            // Best effort: without the stamp the next process hashes the file again.
+            let _ = std::fs::write(&stamp, format!("sha256 {hash} {identity}\n"));
         }
         let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        // SAFETY: the open file is the CPU plugin the set-up installed, byte for byte (its
-        // hash, read through this descriptor, which the loader opens again: the same inode),
-        // whose API version and struct layouts the layout test checked; no library of that
-        // inode was loaded before (checked above, under the map's lock).
+        // SAFETY: the open file is the known plugin, byte for byte (its hash, read through
+        // this descriptor, which the loader opens again: the same inode; or the stamp of that
+        // hash for this very inode, size and change time), whose API version the runner takes;
+        // no library of that inode was loaded before (checked above, under the map's lock).
         let p = unsafe { Plugin::load_locked(&mut map, &through, key, Some(id)) }?;
-        p.verified.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = p.verified.set(known);
         drop(file);
         Ok(p)
     }
 
-    /// Whether [`Plugin::installed`] verified this plugin's bytes.
+    /// Whether [`Plugin::known`] verified this plugin's bytes.
+    #[cfg(test)]
     pub(super) fn is_verified(&self) -> bool {
-        self.verified.load(std::sync::atomic::Ordering::SeqCst)
+        self.verified.get().is_some()
+    }
+
+    /// The known plugin this one was verified as.
+    pub fn known_as(&self) -> Option<&'static KnownPlugin> {
+        self.verified.get().copied()
     }
 }

@@ -3,11 +3,21 @@ use super::*;
 use std::process::Command;
 
 #[test]
-fn the_installed_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
+fn the_installed_plugin_is_the_default_one_and_takes_our_registration_struct() {
     let plugin = Plugin::installed().unwrap();
-    assert_eq!(plugin.api_version(), (0, 81));
-    assert_eq!(plugin.stablehlo_current_version(), Some(&[1, 13, 3][..]));
-    assert_eq!(plugin.stablehlo_minimum_version(), Some(&[0, 9, 0][..]));
+    let known = KnownPlugin::default_plugin();
+    assert_eq!(plugin.known_as(), Some(known));
+    assert_eq!(plugin.api_version(), known.pjrt);
+    assert_eq!(plugin.api_version(), (0, 115));
+    assert_eq!(
+        plugin.stablehlo_current_version(),
+        Some(&known.stablehlo.1[..])
+    );
+    assert_eq!(
+        plugin.stablehlo_minimum_version(),
+        Some(&known.stablehlo.0[..])
+    );
+    assert_eq!(plugin.describe(), "lammps-jax-pjrt-cpu==0.11.2");
     assert!(plugin.has_ffi());
     // Given struct_size 0, the plugin names the size it reads: ours.
     // SAFETY: the pinned plugin checks struct_size first (what this test shows).
@@ -27,10 +37,10 @@ fn the_installed_plugin_is_the_pinned_one_and_takes_our_registration_struct() {
 }
 
 #[test]
-fn the_plugins_xla_ffi_table_is_api_0_2_and_takes_our_stage_and_state_structs() {
+fn the_plugins_xla_ffi_table_is_api_0_4_and_takes_our_stage_and_state_structs() {
     use crate::ffi::abi::*;
     let plugin = Plugin::installed().unwrap();
-    // Found through the registration probe: the plugin's own table, version 0.2.
+    // Found through the registration probe: the plugin's own table, version 0.4.
     let t = plugin
         .xla_api_for_tests()
         .expect("the plugin's XLA FFI table");
@@ -39,19 +49,24 @@ fn the_plugins_xla_ffi_table_is_api_0_2_and_takes_our_stage_and_state_structs() 
             t.head.api_version.major_version,
             t.head.api_version.minor_version
         ),
-        (0, 2)
+        (0, 4)
+    );
+    assert_eq!(
+        plugin.xla_ffi_version(),
+        Some(KnownPlugin::default_plugin().xla_ffi)
     );
     assert!(t.head.struct_size >= size_of::<XLA_FFI_Api_ThreadPool>());
-    // Given struct_size 0, each function names the size it reads: ours.
-    // SAFETY: the pinned plugin's functions check struct_size first (what this test shows).
+    // Given struct_size 0, each function names the size it reads: ours (the 0.4 table takes
+    // the 84-byte registration of 0.2 and 0.3 too, and asks for at least that).
+    // SAFETY: the plugin's functions check struct_size first (what this test shows).
     let messages = unsafe { plugin.probe_xla_struct_sizes() };
     let want = [
         (
             "XLA_FFI_Handler_Register",
             XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
         ),
-        ("XLA_FFI_State_Set_Args", size_of::<XLA_FFI_State_Args_V2>()),
-        ("XLA_FFI_State_Get_Args", size_of::<XLA_FFI_State_Args_V2>()),
+        ("XLA_FFI_State_Set_Args", size_of::<XLA_FFI_State_Args>()),
+        ("XLA_FFI_State_Get_Args", size_of::<XLA_FFI_State_Args>()),
     ];
     assert_eq!(messages.len(), want.len(), "{messages:?}");
     for (m, (name, size)) in messages.iter().zip(want) {
@@ -61,6 +76,9 @@ fn the_plugins_xla_ffi_table_is_api_0_2_and_takes_our_stage_and_state_structs() 
         );
     }
     assert_eq!(XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE, 84);
+    assert_eq!(XLA_FFI_Handler_Register_Args::STRUCT_SIZE, 92);
+    assert_eq!(size_of::<XLA_FFI_State_Args>(), 48);
+    assert_eq!(size_of::<XLA_FFI_State_Args_V2>(), 40);
     // A null handler is refused before the plugin sees it, on either path.
     for staged in [false, true] {
         // SAFETY: null is refused before anything is registered or called.
@@ -91,9 +109,12 @@ fn a_configured_path_that_is_wrong_is_an_error_never_a_fallback() {
     assert!(e.to_string().contains("Cargo.toml: cannot load"), "{e}");
 }
 
-/// Builds a shared library from C source against the plugin's header, in a fresh directory.
+/// Builds a shared library from C source against the PJRT 0.81 header (the `xla-cpu-pjrt`
+/// 0.0.1 wheel's, which the set-up installs beside that plugin), in a fresh directory.
 fn c_library(name: &str, source: &str, defines: &[&str]) -> PathBuf {
-    let include = default_plugin_path()
+    let include = KnownPlugin::find("xla-cpu-pjrt==0.0.1")
+        .unwrap()
+        .path()
         .unwrap()
         .parent()
         .unwrap()
@@ -139,27 +160,34 @@ const PJRT_Api* GetPjrtApi(void) {
 }
 "#;
 
-/// Plugins of another API version than the layout test checked, or without the entry points
-/// the runner releases things with, are refused before any call beyond `GetPjrtApi`.
+/// Plugins of an API version the runner does not take, or without the entry points the
+/// runner releases things with, are refused before any call beyond `GetPjrtApi`; a version it
+/// takes goes on (to `PJRT_Plugin_Initialize`, which these fakes lack).
 #[test]
-fn only_the_checked_api_versions_and_complete_plugins_are_loaded() {
+fn only_the_api_versions_the_runner_takes_and_complete_plugins_are_loaded() {
     for (name, defines, needle) in [
         (
             "v0_80",
             &["-DMAJOR=0", "-DMINOR=80"][..],
-            "it implements PJRT API 0.80, but this runner's structs were checked against PJRT \
-             API 0.81 only",
+            "it implements PJRT API 0.80, which this runner does not describe; this runner \
+             takes PJRT API 0.81 to 0.115",
         ),
         (
-            "v0_82",
-            &["-DMAJOR=0", "-DMINOR=82"][..],
-            "it implements PJRT API 0.82",
+            "v0_116",
+            &["-DMAJOR=0", "-DMINOR=116"][..],
+            "it implements PJRT API 0.116, newer than any whose structs this runner was \
+             checked against",
         ),
         ("v1_81", &["-DMAJOR=1", "-DMINOR=81"][..], "PJRT API 1.81"),
         (
             "no_await",
             &["-DMAJOR=0", "-DMINOR=81", "-DNO_AWAIT"][..],
             "it does not implement PJRT_Event_Await",
+        ),
+        (
+            "v0_97",
+            &["-DMAJOR=0", "-DMINOR=97"][..],
+            "the plugin does not implement PJRT_Plugin_Initialize",
         ),
     ] {
         let so = c_library(name, FAKE_PLUGIN, defines);
@@ -193,18 +221,38 @@ fn a_plugin_file_loaded_unverified_is_never_marked_verified() {
     // SAFETY: a byte-for-byte copy of the installed plugin, which loads as it does.
     let p = unsafe { Plugin::load(&copy) }.unwrap();
     assert!(!p.is_verified());
+    let known = KnownPlugin::default_plugin();
     for path in [&copy, &link] {
-        let e = Plugin::verified_at(path).unwrap_err().to_string();
+        let e = Plugin::verified_at(path, known).unwrap_err().to_string();
         assert!(e.contains("already loaded, unverified"), "{e}");
     }
     assert!(!p.is_verified());
     let other = dir.join("other.so");
     std::fs::write(&other, b"not the plugin").unwrap();
-    let e = Plugin::verified_at(&other).unwrap_err().to_string();
+    let e = Plugin::verified_at(&other, known).unwrap_err().to_string();
     assert!(e.contains("its sha256 is "), "{e}");
-    // The installed plugin itself is verified, under its real path.
+    // A stamp whose identity is not the file's is not taken: the file is hashed.
+    let meta = std::fs::metadata(&other).unwrap();
+    let stale = identity(&meta).replace("size 14", "size 15");
+    std::fs::write(
+        stamp_path(&other),
+        format!("sha256 {} {stale}\n", known.sha256),
+    )
+    .unwrap();
+    let e = Plugin::verified_at(&other, known).unwrap_err().to_string();
+    assert!(e.contains("its sha256 is "), "{e}");
+    // The installed plugin itself is verified, under its real path, and stamped.
     let v = Plugin::installed().unwrap();
     assert!(v.is_verified());
     assert_eq!(v.path(), installed.canonicalize().unwrap());
+    let stamp = std::fs::read_to_string(stamp_path(&installed)).unwrap();
+    assert_eq!(
+        stamp.trim(),
+        format!(
+            "sha256 {} {}",
+            known.sha256,
+            identity(&std::fs::metadata(&installed).unwrap())
+        )
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,9 +1,12 @@
-//! The part of the PJRT C API the runner uses, described in Rust from the header the plugin
-//! wheel installs (`xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h`, PJRT API 0.81), and the FFI
-//! extension's registration structs, whose header the wheel does not ship: their sizes are the
-//! ones the plugin itself asks for (its error for a wrong `struct_size` names the size it
-//! expects; the runner's unit tests hold the plugin to them). `sys_layout_tests.rs` compiles a C
-//! program against the installed header and compares every size and offset here with it.
+//! The part of the PJRT C API the runner uses, described in Rust from the header of PJRT API
+//! 0.81, the oldest version it takes (the `xla-cpu-pjrt` 0.0.1 wheel ships it): PJRT only
+//! appends to its structs from one minor version to the next (fields, table slots), and a
+//! plugin reads a caller's struct up to the `struct_size` the caller gives, so structs of 0.81's
+//! size are read alike by every plugin from 0.81 to 0.115. The FFI extension's registration
+//! structs, whose header the wheels do not ship, have the sizes the plugins themselves ask for
+//! (a plugin's error for a wrong `struct_size` names the size it expects; the runner's tests
+//! hold each plugin to them). `sys_layout_tests.rs` compiles a C program against each PJRT
+//! header the set-up installs (0.81, 0.114) and compares every size and offset here with it.
 //!
 //! Every argument struct starts with `struct_size` and `extension_start`; its `STRUCT_SIZE` is
 //! the header's `<name>_STRUCT_SIZE`: the end of its last field, without trailing padding.
@@ -28,6 +31,10 @@ macro_rules! opaque {
 }
 opaque!(
     PJRT_Error,
+    PJRT_ExecuteContext,
+    PJRT_TopologyDescription,
+    PJRT_SerializedExecutable,
+    PJRT_SerializedTopology,
     PJRT_Client,
     PJRT_Device,
     PJRT_Buffer,
@@ -336,138 +343,45 @@ pjrt_args! {
         pub buffer: *mut PJRT_Buffer,
         pub buffer_pointer: usize,
     }
-}
-
-/// The FFI extension's `PJRT_FFI_Register_Handler_Args` as this plugin (PJRT 0.81) reads it:
-/// no `extension_start`, 52 bytes (the plugin names the size it expects when given another).
-#[repr(C)]
-#[derive(Debug)]
-pub struct PJRT_FFI_Register_Handler_Args {
-    pub struct_size: usize,
-    pub target_name: *const c_char,
-    pub target_name_size: usize,
-    pub handler: *mut c_void,
-    pub platform_name: *const c_char,
-    pub platform_name_size: usize,
-    pub traits: u32,
-}
-
-impl PJRT_FFI_Register_Handler_Args {
-    /// 52: the end of `traits`.
-    pub const STRUCT_SIZE: usize =
-        core::mem::offset_of!(PJRT_FFI_Register_Handler_Args, traits) + core::mem::size_of::<u32>();
-}
-
-/// `PJRT_FFI_Extension`: the extension base, then three entry points.
-#[repr(C)]
-#[derive(Debug)]
-pub struct PJRT_FFI_Extension {
-    pub base: PJRT_Extension_Base,
-    pub type_register: Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>,
-    pub user_data_add: Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>,
-    pub register_handler:
-        Option<unsafe extern "C" fn(*mut PJRT_FFI_Register_Handler_Args) -> *mut PJRT_Error>,
+    pub struct PJRT_Executable_Serialize_Args {
+        pub executable: *const PJRT_Executable,
+        pub serialized_bytes: *const c_char,
+        pub serialized_bytes_size: usize,
+        pub serialized_executable: *mut PJRT_SerializedExecutable,
+        pub serialized_executable_deleter:
+            Option<unsafe extern "C" fn(*mut PJRT_SerializedExecutable)>,
+    }
+    pub struct PJRT_Executable_DeserializeAndLoad_Args {
+        pub client: *mut PJRT_Client,
+        pub serialized_executable: *const c_char,
+        pub serialized_executable_size: usize,
+        pub loaded_executable: *mut PJRT_LoadedExecutable,
+        pub overridden_serialized_compile_options: *const c_char,
+        pub overridden_serialized_compile_options_size: usize,
+    }
+    pub struct PJRT_Client_TopologyDescription_Args {
+        pub client: *mut PJRT_Client,
+        pub topology: *mut PJRT_TopologyDescription,
+    }
+    pub struct PJRT_TopologyDescription_Serialize_Args {
+        pub topology: *mut PJRT_TopologyDescription,
+        pub serialized_bytes: *const c_char,
+        pub serialized_bytes_size: usize,
+        pub serialized_topology: *mut PJRT_SerializedTopology,
+        pub serialized_topology_deleter:
+            Option<unsafe extern "C" fn(*mut PJRT_SerializedTopology)>,
+    }
+    pub struct PJRT_ExecuteContext_Create_Args {
+        pub context: *mut PJRT_ExecuteContext,
+    }
+    pub struct PJRT_ExecuteContext_Destroy_Args {
+        pub context: *mut PJRT_ExecuteContext,
+    }
 }
 
 /// A PJRT entry point taking its argument struct: `PJRT_Error* f(Args*)`.
 pub type Fn = Option<unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error>;
 
-/// The start of `PJRT_Api`, enough to read its size and version before trusting the rest.
-#[repr(C)]
-#[derive(Debug)]
-pub struct PJRT_Api_Head {
-    pub struct_size: usize,
-    pub extension_start: *mut PJRT_Extension_Base,
-    pub pjrt_api_version: PJRT_Api_Version,
-}
-
-/// `PJRT_Api` up to `PJRT_Buffer_OpaqueDeviceMemoryDataPointer`, the last entry the runner
-/// uses (the plugin's table is longer; its `struct_size` must cover this prefix).
-#[repr(C)]
-#[derive(Debug)]
-pub struct PJRT_Api {
-    pub struct_size: usize,
-    pub extension_start: *mut PJRT_Extension_Base,
-    pub pjrt_api_version: PJRT_Api_Version,
-    pub error_destroy: Option<unsafe extern "C" fn(*mut PJRT_Error_Destroy_Args)>,
-    pub error_message: Option<unsafe extern "C" fn(*mut PJRT_Error_Message_Args)>,
-    pub error_get_code:
-        Option<unsafe extern "C" fn(*mut PJRT_Error_GetCode_Args) -> *mut PJRT_Error>,
-    pub plugin_initialize: Fn,
-    pub plugin_attributes: Fn,
-    pub event_destroy: Fn,
-    pub event_is_ready: Fn,
-    pub event_error: Fn,
-    pub event_await: Fn,
-    pub event_on_ready: Fn,
-    pub client_create: Fn,
-    pub client_destroy: Fn,
-    pub client_platform_name: Fn,
-    pub client_process_index: Fn,
-    pub client_platform_version: Fn,
-    pub client_devices: Fn,
-    pub client_addressable_devices: Fn,
-    pub client_lookup_device: Fn,
-    pub client_lookup_addressable_device: Fn,
-    pub client_addressable_memories: Fn,
-    pub client_compile: Fn,
-    pub client_default_device_assignment: Fn,
-    pub client_buffer_from_host_buffer: Fn,
-    pub device_description_id: Fn,
-    pub device_description_process_index: Fn,
-    pub device_description_attributes: Fn,
-    pub device_description_kind: Fn,
-    pub device_description_debug_string: Fn,
-    pub device_description_to_string: Fn,
-    pub device_get_description: Fn,
-    pub device_is_addressable: Fn,
-    pub device_local_hardware_id: Fn,
-    pub device_addressable_memories: Fn,
-    pub device_default_memory: Fn,
-    pub device_memory_stats: Fn,
-    pub memory_id: Fn,
-    pub memory_kind: Fn,
-    pub memory_debug_string: Fn,
-    pub memory_to_string: Fn,
-    pub memory_addressable_by_devices: Fn,
-    pub executable_destroy: Fn,
-    pub executable_name: Fn,
-    pub executable_num_replicas: Fn,
-    pub executable_num_partitions: Fn,
-    pub executable_num_outputs: Fn,
-    pub executable_size_of_generated_code_in_bytes: Fn,
-    pub executable_get_cost_analysis: Fn,
-    pub executable_output_memory_kinds: Fn,
-    pub executable_optimized_program: Fn,
-    pub executable_serialize: Fn,
-    pub loaded_executable_destroy: Fn,
-    pub loaded_executable_get_executable: Fn,
-    pub loaded_executable_addressable_devices: Fn,
-    pub loaded_executable_delete: Fn,
-    pub loaded_executable_is_deleted: Fn,
-    pub loaded_executable_execute: Fn,
-    pub executable_deserialize_and_load: Fn,
-    pub loaded_executable_fingerprint: Fn,
-    pub buffer_destroy: Fn,
-    pub buffer_element_type: Fn,
-    pub buffer_dimensions: Fn,
-    pub buffer_unpadded_dimensions: Fn,
-    pub buffer_dynamic_dimension_indices: Fn,
-    pub buffer_get_memory_layout: Fn,
-    pub buffer_on_device_size_in_bytes: Fn,
-    pub buffer_device: Fn,
-    pub buffer_memory: Fn,
-    pub buffer_delete: Fn,
-    pub buffer_is_deleted: Fn,
-    pub buffer_copy_to_device: Fn,
-    pub buffer_to_host_buffer: Fn,
-    pub buffer_is_on_cpu: Fn,
-    pub buffer_ready_event: Fn,
-    pub buffer_unsafe_pointer: Fn,
-    pub buffer_increase_external_reference_count: Fn,
-    pub buffer_decrease_external_reference_count: Fn,
-    pub buffer_opaque_device_memory_data_pointer: Fn,
-}
-
-/// How much of `PJRT_Api` the runner reads.
-pub const API_PREFIX_SIZE: usize = core::mem::size_of::<PJRT_Api>();
+#[path = "sys_api.rs"]
+mod api;
+pub use api::*;

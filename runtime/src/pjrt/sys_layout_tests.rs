@@ -5,7 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::KnownPlugin;
 use super::buffer::buffer_type;
+use super::plugin::API_VERSIONS;
 use super::sys::*;
 use crate::types::ElementType;
 use core::mem::{offset_of, size_of};
@@ -203,6 +205,40 @@ fn rust_layout() -> BTreeMap<String, usize> {
     args!(m, PJRT_Buffer_IsOnCpu_Args { buffer, is_on_cpu });
     args!(
         m,
+        PJRT_Executable_Serialize_Args {
+            executable,
+            serialized_bytes,
+            serialized_bytes_size,
+            serialized_executable,
+            serialized_executable_deleter
+        }
+    );
+    args!(
+        m,
+        PJRT_Executable_DeserializeAndLoad_Args {
+            client,
+            serialized_executable,
+            serialized_executable_size,
+            loaded_executable,
+            overridden_serialized_compile_options,
+            overridden_serialized_compile_options_size
+        }
+    );
+    args!(m, PJRT_Client_TopologyDescription_Args { client, topology });
+    args!(
+        m,
+        PJRT_TopologyDescription_Serialize_Args {
+            topology,
+            serialized_bytes,
+            serialized_bytes_size,
+            serialized_topology,
+            serialized_topology_deleter
+        }
+    );
+    args!(m, PJRT_ExecuteContext_Create_Args { context });
+    args!(m, PJRT_ExecuteContext_Destroy_Args { context });
+    args!(
+        m,
         PJRT_Buffer_UnsafePointer_Args {
             buffer,
             buffer_pointer
@@ -233,97 +269,14 @@ fn rust_layout() -> BTreeMap<String, usize> {
         "PJRT_NamedValue_kInt64List".into(),
         NAMED_VALUE_INT64_LIST as usize,
     );
-    // The API table: where each entry the runner calls sits, and the prefix it reads.
-    for (rust, c) in [
-        (offset_of!(PJRT_Api, pjrt_api_version), "pjrt_api_version"),
-        (offset_of!(PJRT_Api, error_destroy), "PJRT_Error_Destroy"),
-        (offset_of!(PJRT_Api, error_message), "PJRT_Error_Message"),
-        (offset_of!(PJRT_Api, error_get_code), "PJRT_Error_GetCode"),
-        (
-            offset_of!(PJRT_Api, plugin_initialize),
-            "PJRT_Plugin_Initialize",
-        ),
-        (
-            offset_of!(PJRT_Api, plugin_attributes),
-            "PJRT_Plugin_Attributes",
-        ),
-        (offset_of!(PJRT_Api, event_destroy), "PJRT_Event_Destroy"),
-        (offset_of!(PJRT_Api, event_await), "PJRT_Event_Await"),
-        (offset_of!(PJRT_Api, client_create), "PJRT_Client_Create"),
-        (offset_of!(PJRT_Api, client_destroy), "PJRT_Client_Destroy"),
-        (
-            offset_of!(PJRT_Api, client_platform_name),
-            "PJRT_Client_PlatformName",
-        ),
-        (
-            offset_of!(PJRT_Api, client_addressable_devices),
-            "PJRT_Client_AddressableDevices",
-        ),
-        (offset_of!(PJRT_Api, client_compile), "PJRT_Client_Compile"),
-        (
-            offset_of!(PJRT_Api, client_buffer_from_host_buffer),
-            "PJRT_Client_BufferFromHostBuffer",
-        ),
-        (
-            offset_of!(PJRT_Api, executable_destroy),
-            "PJRT_Executable_Destroy",
-        ),
-        (
-            offset_of!(PJRT_Api, executable_num_outputs),
-            "PJRT_Executable_NumOutputs",
-        ),
-        (
-            offset_of!(PJRT_Api, loaded_executable_destroy),
-            "PJRT_LoadedExecutable_Destroy",
-        ),
-        (
-            offset_of!(PJRT_Api, loaded_executable_get_executable),
-            "PJRT_LoadedExecutable_GetExecutable",
-        ),
-        (
-            offset_of!(PJRT_Api, loaded_executable_execute),
-            "PJRT_LoadedExecutable_Execute",
-        ),
-        (offset_of!(PJRT_Api, buffer_destroy), "PJRT_Buffer_Destroy"),
-        (
-            offset_of!(PJRT_Api, buffer_element_type),
-            "PJRT_Buffer_ElementType",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_dimensions),
-            "PJRT_Buffer_Dimensions",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_get_memory_layout),
-            "PJRT_Buffer_GetMemoryLayout",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_on_device_size_in_bytes),
-            "PJRT_Buffer_OnDeviceSizeInBytes",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_to_host_buffer),
-            "PJRT_Buffer_ToHostBuffer",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_is_on_cpu),
-            "PJRT_Buffer_IsOnCpu",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_unsafe_pointer),
-            "PJRT_Buffer_UnsafePointer",
-        ),
-        (
-            offset_of!(PJRT_Api, buffer_opaque_device_memory_data_pointer),
-            "PJRT_Buffer_OpaqueDeviceMemoryDataPointer",
-        ),
-    ] {
-        m.insert(format!("PJRT_Api.{c}"), rust);
+    // The API table: where every slot of 0.81's sits, and the prefix the runner reads.
+    for (c, rust) in API_SLOTS {
+        m.insert(format!("PJRT_Api.{c}"), *rust);
     }
-    m.insert(
-        "PJRT_Api.end_of_prefix".into(),
-        offset_of!(PJRT_Api, buffer_opaque_device_memory_data_pointer) + size_of::<usize>(),
-    );
+    m.insert("PJRT_Api.end_of_prefix".into(), API_PREFIX_SIZE);
+    m.insert("PJRT_Api_STRUCT_SIZE".into(), API_PREFIX_SIZE);
+    m.insert("PJRT_API_MAJOR".into(), API_VERSIONS.0 as usize);
+    m.insert("PJRT_API_MINOR".into(), *API_VERSIONS.1.start() as usize);
     // Every element type's PJRT_Buffer_Type.
     for t in ElementType::ALL {
         m.insert(
@@ -334,25 +287,36 @@ fn rust_layout() -> BTreeMap<String, usize> {
     m
 }
 
-#[test]
-fn pjrt_structs_match_the_plugins_header() {
-    let rust = rust_layout();
-    let mut exprs: BTreeMap<String, String> = rust
+/// The C values of `keys` in the PJRT header in `include`.
+fn c_layout_of(
+    include: &std::path::Path,
+    keys: &BTreeMap<String, usize>,
+    dir: &str,
+) -> BTreeMap<String, usize> {
+    let mut exprs: BTreeMap<String, String> = keys
         .keys()
         .map(|key| (key.clone(), customop_c_layout::layout_expr(key)))
         .collect();
     exprs.insert(
         "PJRT_Api.end_of_prefix".into(),
-        "offsetof(PJRT_Api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer) + sizeof(void*)".into(),
+        "offsetof(PJRT_Api, PJRT_LoadedExecutable_GetDeviceAssignment) + sizeof(void*)".into(),
     );
-    let plugin = super::plugin::default_plugin_path().expect("a cache directory");
-    let include = plugin.parent().unwrap();
     assert!(
         include.join("pjrt_c_api.h").is_file(),
-        "{} is missing: run `bash scripts/setup.sh` (it installs the PJRT plugin and its header)",
+        "{} is missing: run `bash scripts/setup.sh` (it installs the PJRT headers)",
         include.join("pjrt_c_api.h").display()
     );
-    let c_layout = customop_c_layout::c_values(include, "pjrt_c_api.h", "pjrt-layout", &exprs);
+    customop_c_layout::c_values(include, "pjrt_c_api.h", dir, &exprs)
+}
+
+/// PJRT 0.81's header (the `xla-cpu-pjrt` 0.0.1 wheel's): every size, offset, `STRUCT_SIZE`
+/// and enum value in `sys.rs` is the header's.
+#[test]
+fn pjrt_structs_match_the_0_81_header() {
+    let rust = rust_layout();
+    let plugin = KnownPlugin::find("xla-cpu-pjrt==0.0.1").unwrap();
+    let include = plugin.path().expect("a cache directory");
+    let c_layout = c_layout_of(include.parent().unwrap(), &rust, "pjrt-layout-0.81");
     let mismatches: Vec<String> = rust
         .iter()
         .filter(|(k, v)| c_layout.get(*k) != Some(v))
@@ -360,6 +324,37 @@ fn pjrt_structs_match_the_plugins_header() {
         .collect();
     assert!(mismatches.is_empty(), "{mismatches:#?}");
     assert_eq!(rust.len(), c_layout.len());
-    // The prefix the runner reads ends where the header's entry does.
+    // The prefix the runner reads is 0.81's whole table.
     assert_eq!(rust["PJRT_Api.end_of_prefix"], API_PREFIX_SIZE);
+    assert_eq!(c_layout["PJRT_Api_STRUCT_SIZE"], API_PREFIX_SIZE);
+}
+
+/// PJRT 0.114's header (the one the `pypjrt` 0.1.1 sdist vendors; the 0.115 plugin's table is
+/// its size, 1144 bytes): every field and slot `sys.rs` describes is where 0.81 had it, enum
+/// values are the same, and each struct is at least as long: 0.81's structs are a prefix of
+/// 0.114's, which is what lets one runner read both.
+#[test]
+fn pjrt_0_81_structs_are_a_prefix_of_the_0_114_header() {
+    let rust = rust_layout();
+    let include = super::cache_dir()
+        .expect("a cache directory")
+        .join("pjrt-headers-0.114");
+    let c_layout = c_layout_of(&include, &rust, "pjrt-layout-0.114");
+    assert_eq!(c_layout["PJRT_API_MINOR"], 114);
+    assert_eq!(c_layout["PJRT_Api_STRUCT_SIZE"], 1144);
+    let mut mismatches = Vec::new();
+    for (k, v) in &rust {
+        let c = c_layout.get(k).copied();
+        let ok = if k == "PJRT_API_MINOR" {
+            true
+        } else if k.ends_with("_STRUCT_SIZE") || k.starts_with("sizeof ") {
+            c.is_some_and(|c| c >= *v)
+        } else {
+            c == Some(*v)
+        };
+        if !ok {
+            mismatches.push(format!("{k}: Rust (0.81) {v}, 0.114 header {c:?}"));
+        }
+    }
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
 }
