@@ -211,7 +211,16 @@ fn rust_layout() -> BTreeMap<String, usize> {
     ] {
         m.insert(format!("XLA_FFI_Handler_Register_Args.{field}"), offset);
     }
-    for (i, stage) in ["instantiate", "prepare", "initialize", "execute"]
+    // 0.4 and later: a fifth stage, `record`, then `traits` (92 bytes in all).
+    m.insert(
+        "XLA_FFI_Handler_Register_Args.traits".into(),
+        offset_of!(XLA_FFI_Handler_Register_Args, traits),
+    );
+    m.insert(
+        "XLA_FFI_Handler_Register_Args_STRUCT_SIZE".into(),
+        XLA_FFI_Handler_Register_Args::STRUCT_SIZE,
+    );
+    for (i, stage) in ["instantiate", "prepare", "initialize", "execute", "record"]
         .into_iter()
         .enumerate()
     {
@@ -302,4 +311,52 @@ fn abi_structs_match_the_installed_header() {
             c_layout.get(k)
         );
     }
+}
+
+/// FFI API 0.3 (jaxlib 0.10's header, in the oldest-jax venv): four stages in the bundle,
+/// `traits` at 80, 84 bytes (what [`XLA_FFI_Handler_Register_Args_V2`] describes, and what the
+/// plugins of tables 0.2 and 0.3 ask for), and the state functions' arguments with `stage`.
+#[test]
+fn the_0_3_header_registers_four_stages_and_sets_state_by_stage() {
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/jax-oldest-venv/lib/python3.12/site-packages/jaxlib/include");
+    assert!(
+        include.join("xla/ffi/api/c_api.h").is_file(),
+        "{} has no xla/ffi/api/c_api.h: run `bash scripts/setup.sh` (it installs the oldest-jax \
+         venv)",
+        include.display()
+    );
+    let mut rust = BTreeMap::new();
+    rust.insert("XLA_FFI_API_MINOR".to_string(), 3);
+    rust.insert(
+        "XLA_FFI_Handler_Register_Args.bundle".to_string(),
+        offset_of!(XLA_FFI_Handler_Register_Args_V2, bundle),
+    );
+    rust.insert(
+        "XLA_FFI_Handler_Register_Args.traits".to_string(),
+        offset_of!(XLA_FFI_Handler_Register_Args_V2, traits),
+    );
+    rust.insert(
+        "XLA_FFI_Handler_Register_Args_STRUCT_SIZE".to_string(),
+        XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
+    );
+    rust.insert(
+        "sizeof XLA_FFI_Handler_Bundle".to_string(),
+        size_of::<[Option<XLA_FFI_Handler>; 4]>(),
+    );
+    rust.insert(
+        "XLA_FFI_State_Set_Args.stage".to_string(),
+        offset_of!(XLA_FFI_State_Args, stage),
+    );
+    rust.insert(
+        "XLA_FFI_State_Set_Args.state".to_string(),
+        offset_of!(XLA_FFI_State_Args, state),
+    );
+    let exprs: BTreeMap<String, String> = rust
+        .keys()
+        .map(|key| (key.clone(), customop_c_layout::layout_expr(key)))
+        .collect();
+    let c_layout =
+        customop_c_layout::c_values(&include, "xla/ffi/api/c_api.h", "ffi-layout-0.3", &exprs);
+    assert_eq!(c_layout, rust);
 }

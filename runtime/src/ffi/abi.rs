@@ -173,9 +173,10 @@ pub type XLA_FFI_Error_GetDetails = unsafe extern "C" fn(args: *mut XLA_FFI_Erro
 pub type XLA_FFI_Handler =
     unsafe extern "C" fn(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
 
-/// `XLA_FFI_Handler_Register_Args` of FFI API 0.2, what the Rust runner's CPU plugin reads: a
-/// bundle of four stages (0.5 appended `record` to the bundle, moving `traits`). The plugin
-/// names the size it expects, 84, when given another (checked by a test).
+/// `XLA_FFI_Handler_Register_Args` of FFI API 0.2 and 0.3: a bundle of four stages. (0.4
+/// appended `record` to the bundle, moving `traits`: [`XLA_FFI_Handler_Register_Args`].) The
+/// plugins of tables 0.2 and 0.3 name the size they expect, 84, when given another (checked by
+/// the runner's tests).
 #[repr(C)]
 pub struct XLA_FFI_Handler_Register_Args_V2 {
     pub struct_size: usize,
@@ -191,6 +192,26 @@ impl XLA_FFI_Handler_Register_Args_V2 {
     /// 84: the end of `traits`.
     pub const STRUCT_SIZE: usize =
         core::mem::offset_of!(XLA_FFI_Handler_Register_Args_V2, traits) + size_of::<u32>();
+}
+
+/// `XLA_FFI_Handler_Register_Args` of FFI API 0.4 and 0.5: the bundle has a fifth stage,
+/// `record`, so `traits` is at 88 and the struct is 92 bytes (the header's
+/// `XLA_FFI_Handler_Register_Args_STRUCT_SIZE`).
+#[repr(C)]
+pub struct XLA_FFI_Handler_Register_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub name: XLA_FFI_ByteSpan,
+    pub platform: XLA_FFI_ByteSpan,
+    /// Instantiate, prepare, initialize, execute (the last required), record.
+    pub bundle: [Option<XLA_FFI_Handler>; 5],
+    pub traits: u32,
+}
+
+impl XLA_FFI_Handler_Register_Args {
+    /// 92: the end of `traits`.
+    pub const STRUCT_SIZE: usize =
+        core::mem::offset_of!(XLA_FFI_Handler_Register_Args, traits) + size_of::<u32>();
 }
 
 /// `XLA_FFI_Task`: what `XLA_FFI_ThreadPool_Schedule` runs, on one of XLA's threads.

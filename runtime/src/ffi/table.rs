@@ -9,18 +9,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The FFI API minor versions whose tables customop reads beyond the head, each with the
 /// layout [`XLA_FFI_Api_ThreadPool`] describes up to `XLA_FFI_ThreadPool_NumThreads`, and
 /// `XLA_FFI_TypeInfo` as `{struct_size, extension_start, deleter}`:
-/// - 0.2: the Rust runner's pinned CPU plugin (its sizes probed by the runner's tests; its
-///   state functions take [`XLA_FFI_State_Args_V2`]). Other builds at minor 2 differ (one
-///   header has `TypeInfo` as `{deleter, serialize, deserialize}`), so its state functions are
-///   used only on the table the runner verified ([`trusted_v2`]).
-/// - 0.3 (jaxlib 0.10) and 0.5 (jaxlib 0.12): the suites run on both, and the layout test
-///   compiles against jaxlib 0.12's header; 0.4 (jaxlib 0.11) has the same fields in the same
-///   places (read from jaxlib 0.11.2's header), not run by the suite.
+/// - 0.2: the `xla-cpu-pjrt` 0.0.1 plugin (its sizes probed by the runner's tests; its state
+///   functions take [`XLA_FFI_State_Args_V2`]). Other builds at minor 2 differ (one header has
+///   `TypeInfo` as `{deleter, serialize, deserialize}`), so its state functions are used only
+///   on that plugin's table, verified by its hash ([`trusted_v2`]).
+/// - 0.3 (jaxlib 0.10, the `fastatomstruct-xla-cpu` plugin), 0.4 (the `lammps-jax-pjrt-cpu`
+///   plugin, jaxlib 0.11) and 0.5 (jaxlib 0.12): the suites run on each; the layout tests
+///   compile against jaxlib 0.10's and 0.12's headers.
 ///
 /// XLA does not only append within major 0 (0.1 to 0.2 inserted `ThreadPool_NumThreads`
-/// before `Future_Create`; `TypeInfo` and the stage enum changed), so any other minor, older
-/// or newer, is read no further than its head: kernels run their ranges inline and states
-/// come from the process cache.
+/// before `Future_Create`; 0.3 inserted `stage` in the state functions' arguments; 0.4
+/// appended `record` to the handler bundle, moving `traits`), so any other minor, older or
+/// newer, is read no further than its head: kernels run their ranges inline, `#[state]` is
+/// refused (`[bad_state]`), and the runner does not register handlers through it.
 pub(crate) const KNOWN_MINORS: core::ops::RangeInclusive<i32> = 2..=5;
 
 /// The address of the one minor-2 table whose state functions are used: the pinned plugin's,
@@ -41,13 +42,13 @@ pub(crate) fn trusted_v2(t: &XLA_FFI_Api_ThreadPool) -> bool {
 }
 
 /// Tells this library's copy of customop that `api` is the XLA FFI table of the PJRT plugin
-/// the Rust runner verified by hash (its FFI API 0.2 layouts were measured on that plugin),
-/// so that `#[state]` uses its state functions. The runner calls it in each kernel library it
-/// registers; nothing else should.
+/// the Rust runner verified by hash as `xla-cpu-pjrt` 0.0.1 (its FFI API 0.2 layouts were
+/// measured on that plugin), so that `#[state]` uses its state functions. The runner calls it
+/// in each kernel library it registers; nothing else should.
 ///
 /// # Safety
-/// `api` is null or the XLA FFI API table of the pinned, hash-verified CPU plugin, which
-/// lives for the rest of the process.
+/// `api` is null or the XLA FFI API table of that hash-verified plugin, which lives for the
+/// rest of the process.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn customop_trust_xla_ffi_table_v2(api: *const core::ffi::c_void) {
     // SAFETY: the caller's contract.

@@ -1,11 +1,12 @@
-//! Registering custom call handlers through the plugin's FFI extension, under one
-//! process-wide lock that keeps registration and compilation apart.
+//! Registering custom call handlers through the plugin's own XLA FFI table (found through its
+//! PJRT FFI extension), under one process-wide lock that keeps registration and compilation
+//! apart.
 
 use super::error::RunError;
 use super::plugin::Plugin;
 use super::sys;
 use crate::ffi::abi::*;
-use crate::ffi::table::{table_at, take_message, trust_v2};
+use crate::ffi::table::{KNOWN_MINORS, table_at, take_message, trust_v2, trusted_v2};
 use std::ffi::c_void;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -46,9 +47,11 @@ const PLATFORM: &str = "Host";
 
 impl Plugin {
     /// Registers `handler` for custom call target `target` on the host platform, through the
-    /// plugin's FFI extension (process-wide, for every client of this plugin), for XLA's
-    /// execution stage only. The same handler again is a no-op; another handler for a
-    /// registered target is refused (the plugin would keep the first one and say nothing).
+    /// plugin's own `XLA_FFI_Handler_Register` (process-wide, for every client of this plugin),
+    /// for XLA's execution stage only. A handler XLA refuses (one declaring an XLA FFI version
+    /// the plugin's table cannot call) is an error here, never a silent drop. The same handler
+    /// again is a no-op; another handler for a registered target is refused (the plugin would
+    /// keep the first one and say nothing).
     ///
     /// # Safety
     /// `handler` must be an XLA FFI handler, `XLA_FFI_Error* (XLA_FFI_CallFrame*)`, that stays
@@ -63,11 +66,11 @@ impl Plugin {
     }
 
     /// [`Plugin::register_handler`] for a handler customop generated: registered for XLA's
-    /// instantiate stage too (where an op with `#[state]` builds it, once per call site of each
-    /// executable), through the plugin's own XLA FFI table, when the plugin is the tested one
-    /// ([`Plugin::installed`], its XLA FFI API 0.2); otherwise for execution only (states then
-    /// come from the process cache). A target already registered for execution only (by
-    /// [`Plugin::register_handler`]) stays so.
+    /// instantiate stage too, where an op with `#[state]` builds it, once per call site of each
+    /// executable (on every XLA FFI table from 0.2 to 0.5; on a 0.2 table, whose builds differ,
+    /// the state functions are used only on the known plugin's, `xla-cpu-pjrt` 0.0.1, and an
+    /// op with `#[state]` is refused with `[bad_state]` elsewhere). A target already registered
+    /// for execution only (by [`Plugin::register_handler`]) stays so.
     ///
     /// # Safety
     /// As for [`Plugin::register_handler`], and `handler` returns at once at stages it does
@@ -109,23 +112,18 @@ impl Plugin {
             }
             None => {}
         }
-        let table = if staged {
-            // SAFETY: the registry's lock is held exclusively (the probe's contract).
-            unsafe { self.xla_api_locked(&mut done) }
-        } else {
-            None
-        };
-        match table {
-            // SAFETY: the caller's contract; the table is the plugin's, of API 0.2.
-            Some(t) => unsafe { self.register_with_stages(t, target, handler)? },
-            // SAFETY: the caller's contract.
-            None => unsafe { self.register_execute(target, handler)? },
-        }
+        // SAFETY: the registry's lock is held exclusively (the probe's contract).
+        let table = unsafe { self.xla_api_locked(&mut done)? };
+        // SAFETY: the caller's contract; the table is the plugin's, of a version whose
+        // registration arguments customop describes.
+        unsafe { self.register_through_table(table, target, handler, staged)? };
         done.insert(target.to_string(), handler as usize);
         Ok(())
     }
 
-    /// Registers `handler` for execution through the PJRT FFI extension.
+    /// Registers `handler` for execution through the PJRT FFI extension, which drops a handler
+    /// XLA refuses without a word: only for [`api_probe`], which finds the table that registers
+    /// everything else.
     ///
     /// # Safety
     /// As for [`Plugin::register_handler`]; the registry's lock is held exclusively.
@@ -160,10 +158,12 @@ impl Plugin {
         self.check("PJRT_FFI_Register_Handler", err)
     }
 
-    /// The plugin's XLA FFI API table, if the plugin is the tested one (its hash checked by
-    /// [`Plugin::installed`]; the 0.2 layouts were measured on it) and the table says 0.2:
-    /// found once, by registering [`api_probe`] through the PJRT FFI extension (XLA calls it
-    /// with a frame that carries the table). If the probe cannot be registered, none.
+    /// The plugin's XLA FFI API table, found once by registering [`api_probe`] through the PJRT
+    /// FFI extension (XLA calls it with a frame that carries the table), if it is of a version
+    /// whose registration customop describes (0.2 to 0.5); an error naming what is wrong
+    /// otherwise. On the known plugin whose table is 0.2 (`xla-cpu-pjrt` 0.0.1, where its state
+    /// functions' layout was measured), this binary's `#[state]` uses that table's state
+    /// functions.
     ///
     /// # Safety
     /// The registry's lock is held exclusively (the probe's static is read after it ran);
@@ -171,61 +171,93 @@ impl Plugin {
     unsafe fn xla_api_locked(
         &self,
         done: &mut std::collections::HashMap<String, usize>,
-    ) -> Option<&'static XLA_FFI_Api_ThreadPool> {
-        if !self.verified.load(Ordering::SeqCst) {
-            return None;
-        }
+    ) -> Result<&'static XLA_FFI_Api_ThreadPool, RunError> {
+        let fail = |message: String| RunError::Plugin {
+            path: self.path().to_path_buf(),
+            message,
+        };
         let api = match self.xla_api.get() {
             Some(&a) => a,
             None => {
                 PROBED_API.store(core::ptr::null_mut(), Ordering::SeqCst);
                 // SAFETY: `api_probe` is a handler of this library, valid for the process.
-                let probed =
-                    unsafe { self.register_execute(API_PROBE_TARGET, api_probe as *mut c_void) };
-                let a = match probed {
-                    Ok(()) => {
-                        done.insert(API_PROBE_TARGET.into(), api_probe as *const () as usize);
-                        PROBED_API.load(Ordering::SeqCst) as usize
-                    }
-                    // No table: the caller registers for execution only.
-                    Err(_) => 0,
-                };
+                unsafe { self.register_execute(API_PROBE_TARGET, api_probe as *mut c_void)? };
+                done.insert(API_PROBE_TARGET.into(), api_probe as *const () as usize);
+                let a = PROBED_API.load(Ordering::SeqCst) as usize;
                 let _ = self.xla_api.set(a);
                 a
             }
         };
-        // SAFETY: 0 or the table XLA handed `api_probe`: static in the plugin, which is never
-        // unloaded.
-        let t = unsafe { table_at(api as *const XLA_FFI_Api) }
-            .filter(|t| t.head.api_version.minor_version == 2)?;
-        // The verified plugin's table: `#[state]` in this binary uses its state functions.
-        trust_v2(api as *const XLA_FFI_Api);
-        Some(t)
-    }
-
-    /// The verified plugin's XLA FFI table, if the runner found it (a customop handler was
-    /// registered with stages).
-    pub(super) fn trusted_xla_api(&self) -> Option<*const core::ffi::c_void> {
-        if !self.verified.load(Ordering::SeqCst) {
-            return None;
+        if api == 0 {
+            return Err(fail(
+                "it never handed a handler its XLA FFI table at registration, so customop \
+                 cannot register handlers through it (where a refused handler is an error)"
+                    .into(),
+            ));
         }
-        self.xla_api
-            .get()
-            .copied()
-            .filter(|&a| a != 0)
-            .map(|a| a as *const core::ffi::c_void)
+        // SAFETY: the table XLA handed `api_probe`: static in the plugin, which is never
+        // unloaded; its head is the same in every version.
+        let head = unsafe { &*(api as *const XLA_FFI_Api) };
+        let version = (
+            head.api_version.major_version,
+            head.api_version.minor_version,
+        );
+        // SAFETY: as above.
+        let Some(t) = (unsafe { table_at(api as *const XLA_FFI_Api) }) else {
+            return Err(fail(format!(
+                "its XLA FFI table is version {}.{} ({} bytes); customop registers handlers \
+                 through tables 0.{} to 0.{}",
+                version.0,
+                version.1,
+                head.struct_size,
+                KNOWN_MINORS.start(),
+                KNOWN_MINORS.end()
+            )));
+        };
+        if version.1 == 2 && self.known_as().is_some_and(|k| k.xla_ffi == (0, 2)) {
+            // The known plugin's table: `#[state]` in this binary uses its state functions.
+            trust_v2(api as *const XLA_FFI_Api);
+        }
+        Ok(t)
     }
 
-    /// Registers `handler` for XLA's instantiate and execute stages through the plugin's own
-    /// `XLA_FFI_Handler_Register` (API 0.2 arguments).
+    /// The version (major, minor) of the XLA FFI table the plugin hands handlers, once a
+    /// handler was registered through it.
+    pub fn xla_ffi_version(&self) -> Option<(i32, i32)> {
+        let api = self.xla_api.get().copied().filter(|&a| a != 0)?;
+        // SAFETY: the plugin's table, static in the plugin; its head is the same in every
+        // version.
+        let head = unsafe { &*(api as *const XLA_FFI_Api) };
+        Some((
+            head.api_version.major_version,
+            head.api_version.minor_version,
+        ))
+    }
+
+    /// The plugin's XLA FFI table where customop uses its state functions on a 0.2 table (the
+    /// known 0.2 plugin's, once a handler was registered), for the kernel libraries' copies of
+    /// customop.
+    pub(super) fn trusted_xla_api(&self) -> Option<*const core::ffi::c_void> {
+        let api = self.xla_api.get().copied().filter(|&a| a != 0)?;
+        // SAFETY: the plugin's table, static in the plugin.
+        let t = unsafe { table_at(api as *const XLA_FFI_Api) }?;
+        (t.head.api_version.minor_version == 2 && trusted_v2(t))
+            .then_some(api as *const core::ffi::c_void)
+    }
+
+    /// Registers `handler` through the plugin's own `XLA_FFI_Handler_Register`, for XLA's
+    /// instantiate and execute stages when `staged`, else for execution only: with the 84-byte
+    /// arguments of tables 0.2 and 0.3, the 92-byte ones (with `record`) of 0.4 and 0.5.
     ///
     /// # Safety
-    /// As for [`Plugin::register_op_handler`]; `t` is the plugin's table, of API 0.2.
-    unsafe fn register_with_stages(
+    /// As for [`Plugin::register_op_handler`] when `staged`, else
+    /// [`Plugin::register_handler`]; `t` is the plugin's table, of a known minor.
+    unsafe fn register_through_table(
         &self,
         t: &XLA_FFI_Api_ThreadPool,
         target: &str,
         handler: *mut c_void,
+        staged: bool,
     ) -> Result<(), RunError> {
         let fail = |message: String| RunError::Plugin {
             path: self.path().to_path_buf(),
@@ -239,23 +271,39 @@ impl Plugin {
         // SAFETY: `handler` is an XLA FFI handler (the caller's contract; `register` refused
         // null): a function of exactly this signature.
         let h = unsafe { core::mem::transmute::<*mut c_void, Option<XLA_FFI_Handler>>(handler) };
-        let mut args = XLA_FFI_Handler_Register_Args_V2 {
-            struct_size: XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
-            extension_start: core::ptr::null_mut(),
-            name: XLA_FFI_ByteSpan {
-                ptr: target.as_ptr().cast(),
-                len: target.len(),
-            },
-            platform: XLA_FFI_ByteSpan {
-                ptr: PLATFORM.as_ptr().cast(),
-                len: PLATFORM.len(),
-            },
-            bundle: [h, None, None, h],
-            traits: 0,
+        let instantiate = if staged { h } else { None };
+        let name = XLA_FFI_ByteSpan {
+            ptr: target.as_ptr().cast(),
+            len: target.len(),
         };
-        // SAFETY: the 0.2 table's function with its 0.2 arguments; the strings outlive the
-        // call (XLA copies them); the handler is valid for the process.
-        let err = unsafe { register((&raw mut args).cast()) };
+        let platform = XLA_FFI_ByteSpan {
+            ptr: PLATFORM.as_ptr().cast(),
+            len: PLATFORM.len(),
+        };
+        let err = if t.head.api_version.minor_version >= 4 {
+            let mut args = XLA_FFI_Handler_Register_Args {
+                struct_size: XLA_FFI_Handler_Register_Args::STRUCT_SIZE,
+                extension_start: core::ptr::null_mut(),
+                name,
+                platform,
+                bundle: [instantiate, None, None, h, None],
+                traits: 0,
+            };
+            // SAFETY: the table's function with its version's arguments; the strings outlive
+            // the call (XLA copies them); the handler is valid for the process.
+            unsafe { register((&raw mut args).cast()) }
+        } else {
+            let mut args = XLA_FFI_Handler_Register_Args_V2 {
+                struct_size: XLA_FFI_Handler_Register_Args_V2::STRUCT_SIZE,
+                extension_start: core::ptr::null_mut(),
+                name,
+                platform,
+                bundle: [instantiate, None, None, h],
+                traits: 0,
+            };
+            // SAFETY: as above, with the 0.2 and 0.3 arguments.
+            unsafe { register((&raw mut args).cast()) }
+        };
         if err.is_null() {
             return Ok(());
         }
@@ -296,7 +344,7 @@ impl Plugin {
 #[cfg(test)]
 impl Plugin {
     /// The plugin's XLA FFI table (registering the probe if no customop handler was).
-    pub(super) fn xla_api_for_tests(&self) -> Option<&'static XLA_FFI_Api_ThreadPool> {
+    pub(super) fn xla_api_for_tests(&self) -> Result<&'static XLA_FFI_Api_ThreadPool, RunError> {
         let _registry = handler_registry()
             .write()
             .unwrap_or_else(|e| e.into_inner());
@@ -312,7 +360,7 @@ impl Plugin {
     /// The plugin's XLA functions check `struct_size` before reading anything else (the
     /// pinned CPU plugin's do: they name the size they expect); every other field is zero.
     pub(super) unsafe fn probe_xla_struct_sizes(&self) -> Vec<String> {
-        let Some(t) = self.xla_api_for_tests() else {
+        let Ok(t) = self.xla_api_for_tests() else {
             return Vec::new();
         };
         let fns: [Option<unsafe extern "C" fn(*mut c_void) -> *mut XLA_FFI_Error>; 3] = [
