@@ -13,6 +13,8 @@ pub(super) struct ClientInner {
     pub(super) raw: *mut sys::PJRT_Client,
     pub(super) devices: Vec<*mut sys::PJRT_Device>,
     pub(super) platform: String,
+    /// The client's topology as the plugin serializes it, read once (for the compile cache).
+    pub(super) topology: std::sync::OnceLock<Option<Vec<u8>>>,
 }
 
 // SAFETY: the client is only ever XLA's CPU client (`Client::new` refuses other platforms),
@@ -42,6 +44,8 @@ impl Drop for ClientInner {
 #[derive(Clone)]
 pub struct Client {
     pub(super) inner: Arc<ClientInner>,
+    /// The compile cache's folder, if this client uses one.
+    pub(super) compile_cache: Option<Arc<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -50,6 +54,7 @@ impl std::fmt::Debug for Client {
             .field("plugin", &self.inner.plugin.path())
             .field("platform", &self.inner.platform)
             .field("devices", &self.inner.devices.len())
+            .field("compile_cache", &self.compile_cache)
             .finish()
     }
 }
@@ -59,7 +64,7 @@ impl Client {
     /// buffers in this process).
     pub const MAX_DEVICES: usize = 256;
 
-    /// A client of the CPU plugin the set-up installed ([`Plugin::installed`], checked by
+    /// A client of the default plugin the set-up installed ([`Plugin::installed`], checked by
     /// its hash) with `devices` devices. When `CUSTOMOP_PJRT_PLUGIN` is set this is an error
     /// naming it rather than a silent choice between the two: load the configured plugin
     /// with the unsafe [`Plugin::locate`] and give it to [`Client::new`].
@@ -74,6 +79,12 @@ impl Client {
             });
         }
         Client::new(Plugin::installed()?, devices)
+    }
+
+    /// A client of the known plugin `plugin` ([`Plugin::known`], checked by its hash) with
+    /// `devices` devices.
+    pub fn known(plugin: &'static super::KnownPlugin, devices: usize) -> Result<Client, RunError> {
+        Client::new(Plugin::known(plugin)?, devices)
     }
 
     /// A client of `plugin` with `devices` devices (the CPU plugin's `cpu_device_count`
@@ -104,6 +115,7 @@ impl Client {
             raw: args.client,
             devices: Vec::new(),
             platform: String::new(),
+            topology: std::sync::OnceLock::new(),
         };
         let mut p = sys::PJRT_Client_PlatformName_Args::new();
         p.client = inner.raw;
@@ -151,9 +163,34 @@ impl Client {
             )));
         }
         inner.devices.truncate(devices);
+        // The cache keys entries by the plugin's hash: only a known plugin's is known.
+        let compile_cache = plugin
+            .known_as()
+            .and_then(|_| super::cache::compile_cache_dir())
+            .map(Arc::new);
         Ok(Client {
             inner: Arc::new(inner),
+            compile_cache,
         })
+    }
+
+    /// This client with its compile cache in `dir`, or with none. A client of a known plugin
+    /// ([`Plugin::known`]) starts with the cache of [`compile_cache_dir`]
+    /// (`CUSTOMOP_COMPILE_CACHE`, else `compiled/` in customop's cache); a client of a plugin
+    /// loaded with [`Plugin::load`] has none (its hash is not known, and blobs of two builds of
+    /// a plugin load into each other without a word), and this gives it none either.
+    ///
+    /// [`compile_cache_dir`]: super::compile_cache_dir
+    pub fn with_compile_cache(mut self, dir: Option<std::path::PathBuf>) -> Client {
+        self.compile_cache = dir
+            .filter(|_| self.inner.plugin.known_as().is_some())
+            .map(Arc::new);
+        self
+    }
+
+    /// The compile cache's folder, if this client uses one.
+    pub fn compile_cache(&self) -> Option<&Path> {
+        self.compile_cache.as_deref().map(|p| p.as_path())
     }
 
     /// The plugin.

@@ -4,6 +4,7 @@
 //! checked against what the compiled program expects, not only against the signature read from
 //! the program's text.
 
+use super::cache::{self, Key};
 use super::client::Client;
 use super::compiled_shape::entry_parameters;
 use super::error::RunError;
@@ -18,7 +19,10 @@ impl Client {
     /// Compiles `program` for this client: one device, or, for a program with a Shardy mesh
     /// (`sdy.mesh`), one partition per mesh device (SPMD with the Shardy partitioner). Reads
     /// the compiled executable's result count and parameters (each device's part), and
-    /// refuses a program whose signature disagrees with them.
+    /// refuses a program whose signature disagrees with them. With a compile cache
+    /// ([`Client::compile_cache`]) a program compiled before for the same plugin, CPU, flags
+    /// and options is loaded from it rather than compiled ([`Executable::from_cache`]), and a
+    /// program compiled is written to it.
     pub fn compile(&self, program: &Program) -> Result<Executable, RunError> {
         let partitions = match &program.signature {
             Some(s) => s.mesh_devices() as usize,
@@ -45,18 +49,41 @@ impl Client {
         args.compile_options = options.as_ptr().cast();
         args.compile_options_size = options.len();
         let plugin = self.inner.plugin;
-        {
-            // Shared: compiling looks handlers up in XLA's registry, which registration writes.
+        let cache = self.compile_cache.as_deref().and_then(|dir| {
+            Key::of(&self.inner, FORMAT, &program.code, &options).map(|key| (dir, key))
+        });
+        let (raw, from_cache) = {
+            // Shared: compiling (and loading a compiled program) looks handlers up in XLA's
+            // registry, which registration writes.
             let _registry = handler_registry().read().unwrap_or_else(|e| e.into_inner());
-            plugin.call("PJRT_Client_Compile", plugin.api.client_compile, &mut args)?;
+            // An entry the plugin refuses to load is compiled again (and replaced below).
+            let loaded = cache
+                .as_ref()
+                .and_then(|(dir, key)| cache::read(dir, key))
+                .and_then(|blob| cache::deserialize(&self.inner, &blob).ok());
+            match loaded {
+                Some(raw) => (raw, true),
+                None => {
+                    plugin
+                        .call("PJRT_Client_Compile", plugin.api.client_compile, &mut args)
+                        .map_err(|e| newer_than_read(plugin, program, e))?;
+                    (args.executable, false)
+                }
+            }
+        };
+        if !from_cache
+            && let Some((dir, key)) = &cache
+            && let Ok(blob) = cache::serialize(plugin, raw)
+        {
+            cache::write(dir, key, &blob);
         }
-        let raw = args.executable;
         let (num_outputs, parameters) = read_compiled(plugin, raw);
         let mut exe = Executable::new(
             self.inner.clone(),
             raw,
             program.signature.clone(),
             partitions,
+            from_cache,
         );
         // A layout or dynamic shape the runner cannot feed fails the compile (the executable
         // is destroyed as `exe` drops); a module it cannot read leaves the parameters unknown,
@@ -69,6 +96,40 @@ impl Client {
         exe.set_compiled(num_outputs, parameters)?;
         Ok(exe)
     }
+}
+
+/// A compile error of a portable artifact written for a newer StableHLO than the plugin reads
+/// (its producer says, `StableHLO_v1.18.0`), said with both versions and what to do; any other
+/// error as it is. (The plugin reads an artifact from a newer patch release when it has no op
+/// the plugin lacks, so only a failed compile is refused.)
+fn newer_than_read(plugin: &Plugin, program: &Program, e: RunError) -> RunError {
+    let (Some(v), Some(hi)) = (
+        program.stablehlo_version(),
+        plugin.stablehlo_current_version(),
+    ) else {
+        return e;
+    };
+    if v.as_slice() <= hi {
+        return e;
+    }
+    let show = |x: &[i64]| {
+        x.iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let lo = plugin
+        .stablehlo_minimum_version()
+        .map_or("?".into(), show);
+    RunError::Program(format!(
+        "the program is StableHLO {} (a portable artifact), but the plugin {} reads StableHLO {lo} \
+         to {}: run it on a plugin that reads it (`customop plugin list`), or export it for \
+         StableHLO {} (`customop.xla.export(..., stablehlo_version=...)`). The plugin said: {e}",
+        show(&v),
+        plugin.describe(),
+        show(hi),
+        show(hi),
+    ))
 }
 
 /// The compiled executable's number of outputs and, where the plugin reports its optimized

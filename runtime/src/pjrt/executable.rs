@@ -27,6 +27,8 @@ pub struct Executable {
     /// Each parameter's type on one device, as the compiled executable takes it; or why the
     /// plugin could not say.
     compiled: Result<Vec<TensorType>, String>,
+    /// Whether it was loaded from the compile cache rather than compiled.
+    from_cache: bool,
 }
 
 // SAFETY: the executable belongs to a CPU client (`Client::new` refuses other platforms),
@@ -91,6 +93,7 @@ impl Executable {
         raw: *mut sys::PJRT_LoadedExecutable,
         signature: Option<Signature>,
         partitions: usize,
+        from_cache: bool,
     ) -> Executable {
         Executable {
             client,
@@ -99,7 +102,14 @@ impl Executable {
             num_outputs: 0,
             partitions,
             compiled: Err("not read yet".into()),
+            from_cache,
         }
+    }
+
+    /// Whether the executable was loaded from the client's compile cache rather than
+    /// compiled.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
     }
 
     /// Records what the plugin reports of the compiled executable, and holds the signature

@@ -1,5 +1,6 @@
-//! Running programs from Rust through a PJRT plugin (feature `pjrt`): XLA's CPU plugin from
-//! PyPI (`xla-cpu-pjrt`) today, any PJRT plugin with the FFI extension in principle.
+//! Running programs from Rust through a PJRT plugin (feature `pjrt`): XLA's CPU plugins customop
+//! knows by hash ([`KnownPlugin`]: PJRT API 0.81 to 0.115, XLA FFI tables 0.2 to 0.4), any PJRT
+//! plugin of those versions with the FFI extension in principle.
 //!
 //! ```text
 //! Client::cpu(devices)  →  register_linked_ops()
@@ -12,11 +13,12 @@
 //! name, fingerprint, size); it always passes explicit compile options: the plugin aborts the
 //! process on some bad input rather than returning an error. Every error the plugin does return
 //! is a [`RunError::Pjrt`] with its code and message. Loading a plugin other than the verified
-//! installed one is `unsafe` ([`Plugin::load`]). See the book's "Running from Rust" chapter.
+//! known ones is `unsafe` ([`Plugin::load`]). See the book's "Running from Rust" chapter.
 
 #[cfg(all(test, feature = "mlir"))]
 mod boundary_tests;
 mod buffer;
+mod cache;
 mod client;
 mod compile;
 mod compiled_shape;
@@ -24,6 +26,7 @@ mod error;
 mod executable;
 mod host;
 mod inputs;
+mod known;
 mod mlir_text;
 mod plugin;
 mod program;
@@ -37,15 +40,14 @@ mod sys;
 mod sys_layout_tests;
 
 pub use buffer::{DeviceDescriptor, DeviceTensor};
+pub use cache::{CACHE_ENV, CACHE_MAX_ENV, clear as clear_compile_cache, compile_cache_dir};
 pub use client::{Client, library_manifest};
 pub use error::{PjrtCode, RunError};
 pub use executable::Executable;
 pub use host::HostTensor;
 pub use inputs::Inputs;
-pub use plugin::{
-    API_VERSIONS, CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, CPU_PLUGIN_WHEEL, CPU_PLUGIN_WHEEL_SHA256,
-    PLUGIN_ENV, Plugin, default_plugin_path,
-};
+pub use known::{KnownPlugin, cache_dir};
+pub use plugin::{API_VERSIONS, PLUGIN_ENV, Plugin, default_plugin_path};
 pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, Signature};
 
 /// For the coverage-guided fuzz targets (`runtime/fuzz/`): what the runner reads of a compiled

@@ -81,6 +81,35 @@ impl Program {
     pub fn signature(&self) -> Option<&Signature> {
         self.signature.as_ref()
     }
+
+    /// The StableHLO version a portable artifact was written for (the producer its bytecode
+    /// names, `StableHLO_v1.18.0`), or none for text and other bytecode.
+    pub fn stablehlo_version(&self) -> Option<[i64; 3]> {
+        bytecode_stablehlo_version(&self.code)
+    }
+}
+
+/// The version in the producer of MLIR bytecode `code` (magic `ML\xefR`, the bytecode
+/// version as a prefix varint, then the producer, NUL-terminated), if it is
+/// `StableHLO_v<a>.<b>.<c>`.
+pub(super) fn bytecode_stablehlo_version(code: &[u8]) -> Option<[i64; 3]> {
+    let rest = code.strip_prefix(b"ML\xefR")?;
+    // A prefix varint: the first byte's trailing zeros say how many more bytes follow.
+    let first = *rest.first()?;
+    let len = if first == 0 {
+        9
+    } else {
+        first.trailing_zeros() as usize + 1
+    };
+    let rest = rest.get(len..)?;
+    let end = rest.iter().take(64).position(|&b| b == 0)?;
+    let producer = std::str::from_utf8(&rest[..end]).ok()?;
+    let v = producer.strip_prefix("StableHLO_v")?;
+    let parts: Vec<i64> = v
+        .split('.')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    parts.try_into().ok()
 }
 
 /// The most devices a program's mesh may have (the product of its axis sizes); a larger mesh
@@ -232,3 +261,28 @@ impl Signature {
 #[cfg(test)]
 #[path = "signature_tests.rs"]
 pub(super) mod tests;
+
+#[cfg(test)]
+mod version_tests {
+    use super::bytecode_stablehlo_version as v;
+
+    #[test]
+    fn a_portable_artifacts_version_is_read_from_its_producer() {
+        // The first bytes of a jax 0.12 `jax.export` module.
+        assert_eq!(
+            v(b"ML\xefR\rStableHLO_v1.18.0\x00\x01\x19\x05"),
+            Some([1, 18, 0])
+        );
+        // A two-byte bytecode version (a prefix varint whose first byte ends in 10).
+        assert_eq!(v(b"ML\xefR\x02\x01StableHLO_v1.13.3\x00"), Some([1, 13, 3]));
+        for other in [
+            &b"module {}"[..],
+            b"ML\xefR\rMLIR22.0.0\x00",
+            b"ML\xefR\rStableHLO_v1.18\x00",
+            b"ML\xefR\rStableHLO_v1.18.0",
+            b"ML\xefR",
+        ] {
+            assert_eq!(v(other), None, "{other:?}");
+        }
+    }
+}
