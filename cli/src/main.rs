@@ -2,7 +2,9 @@
 //!
 //! - `customop ops LIB.so [--json]`: the ops of a kernel library (schemas, externals,
 //!   descriptor layouts);
-//! - `customop plugin install | path | verify`: XLA's CPU PJRT plugin, pinned by hash;
+//! - `customop plugin list | install | path | verify`: the PJRT plugins customop knows, pinned by
+//!   hash;
+//! - `customop cache path | clear`: the compile cache;
 //! - `customop run MODULE --ops LIB.so --input x.npy --external name=config.json [--out
 //!   out.npz]`: a StableHLO program run with the library's handlers.
 //!
@@ -82,10 +84,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// XLA's CPU PJRT plugin, which `customop run` and `Client::cpu` load
+    /// The PJRT plugins customop knows, which `customop run` and `Client::cpu` load
     Plugin {
         #[command(subcommand)]
         action: PluginAction,
+    },
+    /// The compile cache: executables compiled before, loaded rather than compiled again
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
     },
     /// Runs a StableHLO program (text or bytecode) with kernel libraries' handlers
     Run {
@@ -106,26 +113,52 @@ enum Command {
         /// (`result0.npy`, ...); printed when not given
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The plugin to run on: a known plugin's name, or `name==version` (`customop plugin
+        /// list`); the default plugin when not given
+        #[arg(long, value_name = "PLUGIN")]
+        plugin: Option<String>,
     },
 }
 
 #[derive(Subcommand, Debug)]
 enum PluginAction {
-    /// Downloads the pinned plugin wheel with pip (or takes `--wheel`), checks its sha256 and
-    /// the plugin's, and installs it where `Plugin::installed` finds it
+    /// Every plugin customop knows: its PJRT version, the StableHLO it reads, its XLA FFI
+    /// table, whether it is installed (the default marked `*`)
+    List,
+    /// Downloads a known plugin's wheel with pip, without its dependencies (or takes
+    /// `--wheel`), checks its sha256 and the plugin's, and installs it where `Plugin::known`
+    /// finds it
     Install {
-        /// The wheel, already downloaded (`xla_cpu_pjrt-0.0.1-...whl`)
+        /// The plugin: a name or `name==version` from `customop plugin list`; the default
+        /// when not given
+        plugin: Option<String>,
+        /// The wheel, already downloaded
         #[arg(long)]
         wheel: Option<PathBuf>,
         /// Install again even if a verified plugin is there
         #[arg(long)]
         force: bool,
     },
-    /// Where the plugin is, or goes ($CUSTOMOP_CACHE, else $XDG_CACHE_HOME/customop, else
-    /// ~/.cache/customop)
+    /// Where a plugin is, or goes ($CUSTOMOP_CACHE, else $XDG_CACHE_HOME/customop, else
+    /// ~/.cache/customop, then the plugin's folder)
+    Path {
+        /// The plugin (the default when not given)
+        plugin: Option<String>,
+    },
+    /// Checks an installed plugin's sha256 against the pinned one
+    Verify {
+        /// The plugin (the default when not given)
+        plugin: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CacheAction {
+    /// The compile cache's folder ($CUSTOMOP_COMPILE_CACHE, else `compiled/` in customop's
+    /// cache)
     Path,
-    /// Checks the installed plugin's sha256 against the pinned one
-    Verify,
+    /// Removes every compiled executable in it
+    Clear,
 }
 
 /// Writes the outputs where `--out` says; the notes on types numpy has no dtype for.
@@ -195,9 +228,33 @@ fn main_() -> Result<(), Failure> {
         }
         Command::Plugin { action } => {
             let said = match action {
-                PluginAction::Install { wheel, force } => plugin::install(wheel.as_deref(), force)?,
-                PluginAction::Path => plugin::path()?,
-                PluginAction::Verify => plugin::verify()?,
+                PluginAction::List => plugin::list()?,
+                PluginAction::Install {
+                    plugin: p,
+                    wheel,
+                    force,
+                } => plugin::install(plugin::choose(p.as_deref())?, wheel.as_deref(), force)?,
+                PluginAction::Path { plugin: p } => plugin::path(plugin::choose(p.as_deref())?)?,
+                PluginAction::Verify { plugin: p } => {
+                    plugin::verify(plugin::choose(p.as_deref())?)?
+                }
+            };
+            say(&format!("{said}\n"))?;
+        }
+        Command::Cache { action } => {
+            let Some(dir) = customop::pjrt::compile_cache_dir() else {
+                return Err(Failure::Input(format!(
+                    "the compile cache is off ({}=off)",
+                    customop::pjrt::CACHE_ENV
+                )));
+            };
+            let said = match action {
+                CacheAction::Path => dir.display().to_string(),
+                CacheAction::Clear => {
+                    let n = customop::pjrt::clear_compile_cache(&dir)
+                        .map_err(|e| Failure::Output(format!("{}: {e}", dir.display())))?;
+                    format!("{}: {n} compiled executables removed", dir.display())
+                }
             };
             say(&format!("{said}\n"))?;
         }
@@ -207,6 +264,7 @@ fn main_() -> Result<(), Failure> {
             inputs,
             externals,
             out,
+            plugin,
         } => {
             let request = run::Request {
                 module,
@@ -214,6 +272,7 @@ fn main_() -> Result<(), Failure> {
                 inputs,
                 externals,
                 out,
+                plugin,
             };
             let arrays = run::run(&request)?;
             match &request.out {

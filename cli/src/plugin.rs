@@ -1,33 +1,58 @@
-//! `customop plugin install | path | verify`: XLA's CPU PJRT plugin, pinned by hash, put where
-//! `Plugin::installed` (and so `Client::cpu` and `customop run`) finds it, for a user who has
-//! only the crates.
+//! `customop plugin list | install | path | verify`: the PJRT plugins customop knows, pinned by
+//! hash (`KnownPlugin`), put where `Plugin::known` (and so `Client::cpu` and `customop run`)
+//! finds them, for a user who has only the crates.
 
 use crate::Failure;
-use customop::pjrt::{
-    CPU_PLUGIN_SHA256, CPU_PLUGIN_VERSION, CPU_PLUGIN_WHEEL, CPU_PLUGIN_WHEEL_SHA256,
-    default_plugin_path,
-};
+use customop::pjrt::KnownPlugin;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The wheel's members that are installed, and their names in the plugin's folder.
-const MEMBERS: [(&str, &str); 2] = [
-    (
-        "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so",
-        "xla_cpu_pjrt.so",
-    ),
-    (
-        "xla_plugins/xla_cpu_pjrt/include/pjrt_c_api.h",
-        "pjrt_c_api.h",
-    ),
-];
+/// The known plugin `spec` names (`name` or `name==version`), or the default one.
+pub fn choose(spec: Option<&str>) -> Result<&'static KnownPlugin, Failure> {
+    let Some(spec) = spec else {
+        return Ok(KnownPlugin::default_plugin());
+    };
+    KnownPlugin::find(spec).ok_or_else(|| {
+        let known: Vec<String> = KnownPlugin::all().iter().map(KnownPlugin::spec).collect();
+        Failure::Plugin(format!(
+            "`{spec}` is not a plugin customop knows; it knows {}",
+            known.join(", ")
+        ))
+    })
+}
 
-fn plugin_path() -> Result<PathBuf, Failure> {
-    default_plugin_path().ok_or_else(|| {
+fn plugin_path(k: &KnownPlugin) -> Result<PathBuf, Failure> {
+    k.path().ok_or_else(|| {
         Failure::Plugin(
             "no place for the plugin: set CUSTOMOP_CACHE, XDG_CACHE_HOME or HOME".into(),
         )
     })
+}
+
+/// `customop plugin list`: every plugin customop knows, the default first (`*`), with what it
+/// reads and whether it is installed.
+pub fn list() -> Result<String, Failure> {
+    let mut out = String::new();
+    for (i, k) in KnownPlugin::all().iter().enumerate() {
+        let path = plugin_path(k)?;
+        out.push_str(&format!(
+            "{} {:<36} PJRT {}.{:<4} StableHLO {:<16} XLA FFI {}.{}  {}\n",
+            if i == 0 { "*" } else { " " },
+            k.spec(),
+            k.pjrt.0,
+            k.pjrt.1,
+            k.stablehlo_range(),
+            k.xla_ffi.0,
+            k.xla_ffi.1,
+            if path.is_file() {
+                format!("installed: {}", path.display())
+            } else {
+                "not installed".to_string()
+            }
+        ));
+    }
+    out.push_str("(* the default: `customop run` and `Client::cpu` load it)");
+    Ok(out)
 }
 
 /// The sha256 of file `path`, in lower-case hex.
@@ -49,8 +74,8 @@ fn sha256(path: &Path) -> Result<String, String> {
 }
 
 /// `customop plugin path`: where the plugin is (or goes); whether it is there.
-pub fn path() -> Result<String, Failure> {
-    let p = plugin_path()?;
+pub fn path(k: &KnownPlugin) -> Result<String, Failure> {
+    let p = plugin_path(k)?;
     Ok(format!(
         "{}{}",
         p.display(),
@@ -63,8 +88,8 @@ pub fn path() -> Result<String, Failure> {
 }
 
 /// `customop plugin verify`: the installed plugin has the pinned hash.
-pub fn verify() -> Result<String, Failure> {
-    let p = plugin_path()?;
+pub fn verify(k: &KnownPlugin) -> Result<String, Failure> {
+    let p = plugin_path(k)?;
     if !p.is_file() {
         return Err(Failure::Plugin(format!(
             "{}: not installed (`customop plugin install`)",
@@ -72,25 +97,25 @@ pub fn verify() -> Result<String, Failure> {
         )));
     }
     let got = sha256(&p).map_err(Failure::Plugin)?;
-    if got != CPU_PLUGIN_SHA256 {
+    if got != k.sha256 {
         return Err(Failure::Plugin(format!(
-            "{}: its sha256 is {got}, not the {CPU_PLUGIN_SHA256} of the CPU plugin \
-             {CPU_PLUGIN_VERSION} (`customop plugin install --force` replaces it)",
-            p.display()
+            "{}: its sha256 is {got}, not the {} of {} (`customop plugin install {} --force` \
+             replaces it)",
+            p.display(),
+            k.sha256,
+            k.spec(),
+            k.spec()
         )));
     }
-    Ok(format!(
-        "{}: sha256 {got}, the CPU plugin {CPU_PLUGIN_VERSION}",
-        p.display()
-    ))
+    Ok(format!("{}: sha256 {got}, {}", p.display(), k.spec()))
 }
 
 /// `customop plugin install [--wheel FILE] [--force]`: the pinned wheel (downloaded by pip,
 /// whose progress bar shows, unless given), its hash checked, the plugin and its C header
 /// unpacked next to each other, the plugin's own hash checked, then moved into place.
-pub fn install(wheel: Option<&Path>, force: bool) -> Result<String, Failure> {
-    let target = plugin_path()?;
-    if !force && target.is_file() && verify().is_ok() {
+pub fn install(k: &KnownPlugin, wheel: Option<&Path>, force: bool) -> Result<String, Failure> {
+    let target = plugin_path(k)?;
+    if !force && target.is_file() && verify(k).is_ok() {
         return Ok(format!("{}: already installed", target.display()));
     }
     let dir = target
@@ -105,27 +130,35 @@ pub fn install(wheel: Option<&Path>, force: bool) -> Result<String, Failure> {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)
         .map_err(|e| Failure::Plugin(format!("{}: {e}", work.display())))?;
-    let result = install_in(&work, wheel, dir);
+    let result = install_in(k, &work, wheel, dir);
     let _ = std::fs::remove_dir_all(&work);
     result?;
     Ok(format!(
-        "{}: the CPU plugin {CPU_PLUGIN_VERSION}, sha256 {CPU_PLUGIN_SHA256}",
-        target.display()
+        "{}: {}, sha256 {}",
+        target.display(),
+        k.spec(),
+        k.sha256
     ))
 }
 
-fn install_in(work: &Path, wheel: Option<&Path>, dir: &Path) -> Result<(), Failure> {
+fn install_in(
+    k: &KnownPlugin,
+    work: &Path,
+    wheel: Option<&Path>,
+    dir: &Path,
+) -> Result<(), Failure> {
     let fail = Failure::Plugin;
     let wheel = match wheel {
         Some(w) => w.to_path_buf(),
-        None => download(work)?,
+        None => download(k, work)?,
     };
     let got = sha256(&wheel).map_err(fail)?;
-    if got != CPU_PLUGIN_WHEEL_SHA256 {
+    if got != k.wheel_sha256 {
         return Err(fail(format!(
-            "{}: its sha256 is {got}, not the pinned {CPU_PLUGIN_WHEEL_SHA256} of \
-             {CPU_PLUGIN_WHEEL}: refused",
-            wheel.display()
+            "{}: its sha256 is {got}, not the pinned {} of {}: refused",
+            wheel.display(),
+            k.wheel_sha256,
+            k.wheel
         )));
     }
     let file =
@@ -134,7 +167,9 @@ fn install_in(work: &Path, wheel: Option<&Path>, dir: &Path) -> Result<(), Failu
         zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
     let staged = work.join("plugin");
     std::fs::create_dir_all(&staged).map_err(|e| fail(format!("{}: {e}", staged.display())))?;
-    for (member, name) in MEMBERS {
+    let members: Vec<&str> = std::iter::once(k.member).chain(k.header).collect();
+    for member in members {
+        let name = member.rsplit('/').next().unwrap_or(member);
         let mut m = zip
             .by_name(member)
             .map_err(|e| fail(format!("{}: {member}: {e}", wheel.display())))?;
@@ -143,17 +178,18 @@ fn install_in(work: &Path, wheel: Option<&Path>, dir: &Path) -> Result<(), Failu
             std::fs::File::create(&out).map_err(|e| fail(format!("{}: {e}", out.display())))?;
         std::io::copy(&mut m, &mut f).map_err(|e| fail(format!("{}: {e}", out.display())))?;
     }
-    let so = staged.join(MEMBERS[0].1);
+    let so = staged.join(k.file_name());
     let got = sha256(&so).map_err(fail)?;
-    if got != CPU_PLUGIN_SHA256 {
+    if got != k.sha256 {
         return Err(fail(format!(
-            "the wheel's plugin has sha256 {got}, not the pinned {CPU_PLUGIN_SHA256}: refused"
+            "the wheel's plugin has sha256 {got}, not the pinned {}: refused",
+            k.sha256
         )));
     }
     // Marks it complete, as `scripts/setup.sh` does (it then leaves it as it is).
     std::fs::write(
         staged.join(".complete"),
-        format!("{CPU_PLUGIN_WHEEL} {CPU_PLUGIN_WHEEL_SHA256}\n"),
+        format!("{} {}\n", k.wheel, k.wheel_sha256),
     )
     .map_err(|e| fail(format!("{}: {e}", staged.display())))?;
     // Into place: the old folder aside first, so that a reader never sees half of either.
@@ -174,9 +210,9 @@ fn install_in(work: &Path, wheel: Option<&Path>, dir: &Path) -> Result<(), Failu
 
 /// Downloads the pinned wheel with pip (`python3 -m pip download`, PyPI's own client; its
 /// progress bar shows on a terminal) into `work`.
-fn download(work: &Path) -> Result<PathBuf, Failure> {
+fn download(k: &KnownPlugin, work: &Path) -> Result<PathBuf, Failure> {
     let python = std::env::var("CUSTOMOP_PYTHON").unwrap_or_else(|_| "python3".into());
-    eprintln!("downloading {CPU_PLUGIN_WHEEL} (63 MB) with {python} -m pip");
+    eprintln!("downloading {} with {python} -m pip (--no-deps)", k.wheel);
     let status = std::process::Command::new(&python)
         .args([
             "-m",
@@ -192,19 +228,21 @@ fn download(work: &Path) -> Result<PathBuf, Failure> {
             "-d",
         ])
         .arg(work)
-        .arg(format!("xla-cpu-pjrt=={CPU_PLUGIN_VERSION}"))
+        .arg(k.spec())
         .stdout(std::process::Stdio::inherit())
         .status()
         .map_err(|e| {
             Failure::Plugin(format!(
-                "cannot run `{python} -m pip` ({e}): install pip, or download {CPU_PLUGIN_WHEEL} \
-                 yourself and give it with --wheel"
+                "cannot run `{python} -m pip` ({e}): install pip, or download {} yourself \
+                 and give it with --wheel",
+                k.wheel
             ))
         })?;
     if !status.success() {
         return Err(Failure::Plugin(format!(
-            "`{python} -m pip download xla-cpu-pjrt=={CPU_PLUGIN_VERSION}` failed ({status})"
+            "`{python} -m pip download {}` failed ({status})",
+            k.spec()
         )));
     }
-    Ok(work.join(CPU_PLUGIN_WHEEL))
+    Ok(work.join(k.wheel))
 }

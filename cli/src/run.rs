@@ -21,6 +21,8 @@ pub struct Request {
     pub inputs: Vec<String>,
     pub externals: Vec<String>,
     pub out: Option<PathBuf>,
+    /// The known plugin to run on (`name` or `name==version`); the default when none.
+    pub plugin: Option<String>,
 }
 
 /// Reads the program: MLIR bytecode, a serialized `jax.export`, else text.
@@ -254,7 +256,10 @@ fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
     move |e| match e {
         RunError::Library { .. } => Failure::Library(e.to_string()),
         RunError::PluginNotFound { .. } | RunError::Plugin { .. } | RunError::PluginEnv { .. } => {
-            Failure::Plugin(format!("{e} (`customop plugin install` installs it)"))
+            Failure::Plugin(format!(
+                "{e} (`customop plugin install` installs the default plugin, `customop plugin \
+                 list` names the others)"
+            ))
         }
         RunError::Input(_) => Failure::Input(e.to_string()),
         RunError::Program(_) => Failure::Program(e.to_string()),
@@ -275,7 +280,11 @@ pub fn run(r: &Request) -> Result<Vec<Array>, Failure> {
     let args = arguments(r, params.as_deref(), &manifests)?;
     let devices = program.signature().map_or(1, |s| s.mesh_devices());
     let devices = usize::try_from(devices).unwrap_or(usize::MAX);
-    let client = Client::cpu(devices).map_err(at("setup"))?;
+    let client = match &r.plugin {
+        Some(spec) => Client::known(crate::plugin::choose(Some(spec))?, devices),
+        None => Client::cpu(devices),
+    }
+    .map_err(at("setup"))?;
     for l in &r.ops {
         // SAFETY: loaded by `ops::manifest` above as a customop kernel library (it has the
         // manifest); its handlers are what its manifest names.

@@ -40,7 +40,8 @@ class External:
 
 def export(fn: Callable[..., Any], *args: Any,
            lib: KernelLibrary | Sequence[KernelLibrary],
-           names: Sequence[str] | None = None) -> Any:
+           names: Sequence[str] | None = None,
+           stablehlo_version: str | None = None) -> Any:
     """Exports `fn` (jitted here unless it is already) at `args` with `jax.export`, allowing
     custom calls to the ops of `lib` (a `Library` or several), and annotates every entry
     argument that a call takes as an external. Returns the `jax.export.Exported`, whose
@@ -48,7 +49,12 @@ def export(fn: Callable[..., Any], *args: Any,
     (an external's annotation takes its name from there); otherwise each is the function's
     parameter name, with the path into it for a pytree. Raises `ExportError` when an external
     operand is computed rather than passed in, or is not a 1-D uint8 array of the
-    descriptor's size."""
+    descriptor's size.
+
+    `stablehlo_version` ("1.13.3"), when given, is the StableHLO version the serialization
+    (`serialize()`) is written for, in place of jax's own choice (a version some weeks old:
+    1.18.0 for jax 0.12): for a consumer that reads no newer, such as an older PJRT plugin
+    (`customop plugin list` says what each reads). jax itself reads it back as any."""
     import jax
     from jax import export as jexport
     from jax._src.export._export import _module_to_bytecode
@@ -101,8 +107,27 @@ def export(fn: Callable[..., Any], *args: Any,
             annotated.append(External(index, name, p.descriptor.name,
                                       p.descriptor.fingerprint_hex, ty.shape[0], p.mutable))
         set_arg_attrs(ir, main, block, annotated)
-        serialized = _module_to_bytecode(module)
+        if stablehlo_version is None:
+            serialized = _module_to_bytecode(module)
+        else:
+            serialized = _portable_artifact(module, stablehlo_version)
     return dataclasses.replace(exp, mlir_module_serialized=serialized)
+
+
+def _portable_artifact(module: Any, version: str) -> bytes:
+    """`module` as a StableHLO portable artifact for `version`, as jax.export writes one for its
+    own choice of version (jax's `_module_to_bytecode`: XLA's serializer, with Shardy as the
+    backend wants). jax 0.12's serializer takes the module, 0.10's its bytecode."""
+    from jax._src import xla_bridge as xb
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib import _jax
+
+    sdy = xb.get_backend().serialize_with_sdy
+    try:
+        return _jax.mlir.serialize_portable_artifact(module, version, sdy)
+    except TypeError:
+        return _jax.mlir.serialize_portable_artifact(jmlir.module_to_bytecode(module), version,
+                                                     sdy)
 
 
 def externals(exp: Any) -> list[External]:

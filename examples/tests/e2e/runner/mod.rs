@@ -9,8 +9,10 @@
 //! their linked ops, run in their own processes.
 //!
 //! One module per theme: the seed program and the demo binaries (`seed`), refusals (`refusals`),
-//! threads (`threads`), and external values and state across executions (`state`).
+//! threads (`threads`), external values and state across executions (`state`), and every
+//! known plugin, each in a process of its own (`plugins`).
 
+mod plugins;
 mod refusals;
 mod seed;
 mod state;

@@ -71,8 +71,8 @@ fn bytecode_runs_with_a_signature_by_name_and_without_one_in_order() {
 /// written to a file) → this runner, the Blob fed by the name the annotation carries.
 #[test]
 fn a_torch_exported_seed_runs_from_rust_with_the_blob_by_name() {
-    // The portable artifact is serialised for the version the plugin reads (1.13.3; jaxlib's
-    // own is newer, and the plugin refuses newer artifacts).
+    // The portable artifact is serialised for the version the plugin reads (its
+    // `stablehlo_current_version`; the runner refuses newer artifacts by name).
     let version = Plugin::installed()
         .unwrap()
         .stablehlo_current_version()
@@ -148,7 +148,8 @@ fn the_demo_binaries_run_through_pjrt() {
     assert!(!ok);
     assert!(
         stderr.contains(
-            "no PJRT plugin found; looked at /nonexistent/cache/pjrt-cpu-0.0.1/xla_cpu_pjrt.so"
+            "no PJRT plugin found; looked at \
+             /nonexistent/cache/pjrt-lammps-jax-pjrt-cpu-0.11.2/pjrt_c_api_cpu_plugin.so"
         ),
         "{stderr}"
     );
