@@ -112,15 +112,8 @@ fn newer_than_read(plugin: &Plugin, program: &Program, e: RunError) -> RunError 
     if v.as_slice() <= hi {
         return e;
     }
-    let show = |x: &[i64]| {
-        x.iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(".")
-    };
-    let lo = plugin
-        .stablehlo_minimum_version()
-        .map_or("?".into(), show);
+    let show = |x: &[i64]| x.iter().map(i64::to_string).collect::<Vec<_>>().join(".");
+    let lo = plugin.stablehlo_minimum_version().map_or("?".into(), show);
     RunError::Program(format!(
         "the program is StableHLO {} (a portable artifact), but the plugin {} reads StableHLO {lo} \
          to {}: run it on a plugin that reads it (`customop plugin list`), or export it for \
