@@ -1,6 +1,7 @@
 """The book's version matrix (book/src/reference/versions.md) against what sets the versions:
 python/pyproject.toml (requires-python and the extras' ranges), the pinned requirements files of
-the test venvs, the PJRT plugin pin in scripts/setup.sh and the runtime, the workspace's
+the test venvs, the known PJRT plugins (runtime/src/pjrt/plugins.txt, read by the runtime and
+scripts/setup.sh), the workspace's
 rust-version, the native torch kernels' range (runtime/src/torch/api.rs and
 python/customop/torch/native.py, which must agree with the torch extra) and the XLA FFI tables
 the runtime reads (runtime/src/ffi/table.rs). Read as text: no jax or torch is imported."""
@@ -139,19 +140,24 @@ class BookVersions(unittest.TestCase):
         self.assertEqual(self.row("numpy, ml_dtypes")[2],
                          "numpy %s, ml_dtypes %s" % (newest["numpy"], newest["ml-dtypes"]))
 
-    def test_pjrt_plugin(self) -> None:
-        m = re.search(r"^PJRT_VERSION=(\S+)", read("scripts/setup.sh"), re.M)
-        self.assertIsNotNone(m)
-        version = m.group(1)
-        runtime = re.search(r'CPU_PLUGIN_VERSION: &str = "([^"]+)"',
-                            read("runtime/src/pjrt/plugin.rs"))
-        self.assertEqual(runtime.group(1), version)
-        row = self.row("XLA's CPU PJRT plugin")
-        self.assertEqual(row[1], "xla-cpu-pjrt " + version)
-        self.assertEqual(row[2], version)
-        api = re.search(r"API_VERSIONS: &\[\(i32, i32\)\] = &\[\((\d+), (\d+)\)\]",
-                        read("runtime/src/pjrt/plugin.rs"))
-        self.assertIn("PJRT C API %s.%s exactly" % api.groups(), row[3])
+    def test_pjrt_plugins(self) -> None:
+        api = re.search(r"API_VERSIONS: \(i32, core::ops::RangeInclusive<i32>\) = "
+                        r"\((\d+), (\d+)\.\.=(\d+)\);", read("runtime/src/pjrt/plugin.rs"))
+        self.assertIsNotNone(api)
+        major, lo, hi = api.groups()
+        row = self.row("PJRT plugins")
+        self.assertEqual(row[1], "PJRT C API %s.%s to %s.%s" % (major, lo, major, hi))
+        known = [line.split() for line in read("runtime/src/pjrt/plugins.txt").splitlines()
+                 if line.strip() and not line.startswith("#")]
+        self.assertEqual(row[2], ", ".join("%s %s" % (k[0], k[1]) for k in known))
+        for i, (name, version, pjrt, stablehlo, ffi, *_rest) in enumerate(known):
+            r = self.row(name)
+            self.assertEqual(r[2], version)
+            low, high = stablehlo.split("-")
+            for part in ("PJRT %s" % pjrt, "StableHLO %s to %s" % (low, high),
+                         "XLA FFI %s" % ffi):
+                self.assertIn(part, r[3], name)
+            self.assertEqual(r[3].startswith("the default plugin"), i == 0, name)
 
     def test_mlir(self) -> None:
         m = re.search(r"libmlir-(\d+)-dev", read("scripts/setup.sh"))
