@@ -7,7 +7,8 @@
 //! Usage:
 //!   pjrt_bench --kernels LIB --write DIR             write seed.mlir and chain1000.mlir
 //!   pjrt_bench --kernels LIB --time ITER ROUNDS      print {"seed_us": .., "chain_us": ..}
-//!   pjrt_bench --kernels LIB --first                 create, compile, run the seed once
+//!   pjrt_bench --kernels LIB --first                 create, compile (or load from the compile
+//!                                                    cache), run the seed once
 //!   pjrt_bench --kernels LIB --parallel ITER ROUNDS  print {"par_us": .., "serial_us": ..}:
 //!                                                    example::layer_norm_par and _serial,
 //!                                                    4096 x 1024 f32
@@ -105,6 +106,16 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             unsafe { client.register_library(lib.as_ref())? };
             let exe = client.compile(&Program::module(&seed)?)?;
             let out = once(&exe, "external")?;
+            // What ran, for the report: the plugin and whether the executable was compiled.
+            eprintln!(
+                "plugin {}, {}",
+                client.plugin().describe(),
+                if exe.from_cache() {
+                    "from the compile cache"
+                } else {
+                    "compiled"
+                }
+            );
             println!("{:?}", out[0].to_vec::<i8>()?);
             Ok(())
         }
