@@ -13,7 +13,11 @@ cd "$(dirname "$0")/.."
 root=$PWD
 book=book/src/quick-start.md
 work=$(mktemp -d /tmp/customop-quickstart.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# The book's `pip install "$CUSTOMOP/python[...]"` builds in the checkout (build/, egg-info):
+# what it made there goes with the folder.
+made=()
+for d in python/build python/customop.egg-info; do [ -e "$d" ] || made+=("$root/$d"); done
+trap 'rm -rf "$work" "${made[@]}"' EXIT
 for p in "$(pyenv prefix 3.12.1 2>/dev/null || true)/bin" /root/.pyenv/versions/3.12.1/bin; do
   [ -x "$p/python3.12" ] && { PATH="$p:$PATH"; break; }
 done

@@ -208,6 +208,9 @@ make_venv() {
   # clean).
   pkg=$(mktemp -d)
   cp -r python/. "$pkg"
+  # Not a build/ or egg-info left in the clone by an install from it (the book's `pip install
+  # ./python`): setuptools would take build/'s older copies, which `cp` made as new as the sources.
+  rm -rf "$pkg/build" "$pkg"/*.egg-info
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
     --force-reinstall "$pkg" >/dev/null
   rm -rf "$pkg"

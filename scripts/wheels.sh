@@ -33,6 +33,7 @@ dist="$work/dist"
 step "customop's wheel and the example kernels' wheel"
 # The Python package is built from a copy: setuptools writes build/ and egg-info into its tree.
 cp -r python "$work/customop-src"
+rm -rf "$work/customop-src/build" "$work/customop-src"/*.egg-info   # (see setup.sh)
 "$BUILD/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$dist" \
   "$work/customop-src"
 PATH="$BUILD/bin:$PATH" "$BUILD/bin/pip" wheel -q --disable-pip-version-check \
