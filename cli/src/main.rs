@@ -20,7 +20,6 @@ use std::process::ExitCode;
 
 #[cfg(test)]
 mod book_reference;
-mod jax_export;
 mod npy;
 mod ops;
 mod plugin;

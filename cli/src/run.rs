@@ -3,7 +3,6 @@
 //! libraries' handlers; inputs from `.npy`, externals packed from JSON or TOML by their
 //! descriptor's layout, outputs printed or written to `.npy`/`.npz`.
 
-use crate::jax_export::{BYTECODE, jax_export_module};
 use crate::npy::{self, Array};
 use crate::values::value_of;
 use crate::{Failure, ops};
@@ -29,20 +28,8 @@ pub struct Request {
 fn program(path: &Path) -> Result<(Program, Option<Vec<Param>>), Failure> {
     let bytes =
         std::fs::read(path).map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
-    if bytes.starts_with(BYTECODE) {
-        return Ok((Program::bytecode(&bytes), None));
-    }
-    if let Some(module) = jax_export_module(&bytes) {
-        return Ok((Program::bytecode(module), None));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| {
-        Failure::Program(format!(
-            "{}: neither MLIR text, MLIR bytecode nor a serialized `jax.export`",
-            path.display()
-        ))
-    })?;
     let p =
-        Program::text(&text).map_err(|e| Failure::Program(format!("{}: {e}", path.display())))?;
+        Program::load(&bytes).map_err(|e| Failure::Program(format!("{}: {e}", path.display())))?;
     let params = p.signature().map(|s| s.params.clone());
     Ok((p, params))
 }

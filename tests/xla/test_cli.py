@@ -5,6 +5,7 @@ JAX-exported programs, and agrees with jaxlib running the same text with the sam
 naming what is wrong. (`customop plugin` and `customop cache`: tests/xla/test_cli_plugins.py.)
 
 Run: CUSTOMOP_CLI=target/debug/customop CUSTOMOP_SEED_MODULE=target/seed.mlir \\
+     CUSTOMOP_PJRT_CROSS_CHECK=target/debug/pjrt_run \\
      CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so PYTHONPATH=python \\
      target/xla-venv/bin/python -m unittest tests/xla/test_cli.py
 """
@@ -92,7 +93,8 @@ class Run(unittest.TestCase):
     def test_a_jax_exported_program(self):
         """A program exported from JAX (customop.xla.export: the external annotated by name):
         its text with the external from JSON; its serialization (`exported.serialize()`) with
-        the packed bytes as a .npy input, by position, on the default plugin, equal to jaxlib.
+        the packed bytes as a .npy input, by position, on the default plugin, equal to jaxlib,
+        and the same file through the runner's Rust API (`Program::load`).
         On a plugin that reads older StableHLO (xla-cpu-pjrt 0.0.1 reads up to 1.13.3) jax
         0.12's serialization (1.18.0) is refused by name, both versions said, exit 6; exported
         for 1.13.3 (`stablehlo_version=`) it runs there too."""
@@ -118,6 +120,19 @@ class Run(unittest.TestCase):
                            blob_npy, "--out", out)
         self.assertEqual(code, 0, err)
         np.testing.assert_array_equal(np.load(out), want)
+        # From Rust: the same file through the runner's API (`Program::load` in
+        # examples/src/bin/pjrt_run.rs, on the default plugin).
+        request = {"library": PATH, "program_hex": bytes(exp.serialize()).hex(),
+                   "inputs": [{"dtype": a.dtype.name, "shape": list(a.shape),
+                               "hex": a.tobytes().hex()} for a in (X, blob)]}
+        r = subprocess.run([os.environ["CUSTOMOP_PJRT_CROSS_CHECK"]], input=json.dumps(request),
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answer = json.loads(r.stdout)
+        self.assertTrue(answer["ok"], answer)
+        [y] = answer["outputs"]
+        np.testing.assert_array_equal(
+            np.frombuffer(bytes.fromhex(y["hex"]), y["dtype"]).reshape(y["shape"]), want)
         old = "xla-cpu-pjrt==0.0.1"
         code, _, err = cli("run", serialized, "--ops", PATH, "--input", self.x, "--input",
                            blob_npy, "--out", out, "--plugin", old)

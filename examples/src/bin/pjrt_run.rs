@@ -3,7 +3,8 @@
 //! `customop.torch`'s `Exported.run` runs on jaxlib is run here too, and the results compared).
 //!
 //! Reads `{"library": PATH, "text": MLIR, "inputs": [{"dtype": numpy name, "shape": [..],
-//! "hex": bytes}]}` on stdin; prints `{"ok": true, "outputs": [...]}` or `{"ok": false,
+//! "hex": bytes}]}` on stdin (or `"program_hex"` for `"text"`: a program file's bytes in any
+//! form [`Program::load`] reads, such as a serialized `jax.export`); prints `{"ok": true, "outputs": [...]}` or `{"ok": false,
 //! "stage": ..., "error": ..., "status": ..., "refusal": ..., "message": ...}`. A request it
 //! cannot decode is no answer: it says why on stderr and exits with status 1.
 //!
@@ -51,16 +52,20 @@ fn input(v: &serde_json::Value) -> Result<HostTensor, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A decoded request: the library, the program's text, the inputs.
+/// A decoded request: the library, the program's bytes (text or another form), the inputs.
 struct Request {
     library: String,
-    text: String,
+    program: Vec<u8>,
     inputs: Vec<HostTensor>,
 }
 
 fn decode(request: &serde_json::Value) -> Result<Request, String> {
     let library = request["library"].as_str().ok_or("no library")?.to_string();
-    let text = request["text"].as_str().ok_or("no text")?.to_string();
+    let program = match (request["text"].as_str(), request["program_hex"].as_str()) {
+        (Some(text), None) => text.as_bytes().to_vec(),
+        (None, Some(hex)) => hex_bytes(hex)?,
+        _ => return Err("give one of text and program_hex".into()),
+    };
     let inputs = request["inputs"]
         .as_array()
         .ok_or("no inputs")?
@@ -69,7 +74,7 @@ fn decode(request: &serde_json::Value) -> Result<Request, String> {
         .collect::<Result<_, _>>()?;
     Ok(Request {
         library,
-        text,
+        program,
         inputs,
     })
 }
@@ -91,7 +96,7 @@ fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
 }
 
 fn run(r: &Request) -> Result<Vec<HostTensor>, Failure> {
-    let program = Program::text(&r.text).map_err(at("parse"))?;
+    let program = Program::load(&r.program).map_err(at("parse"))?;
     let devices = program.signature().map_or(1, |s| s.mesh_devices() as usize);
     let client = Client::cpu(devices).map_err(at("setup"))?;
     // SAFETY: the caller (the Python cross-check) names a customop kernel cdylib.

@@ -1,9 +1,9 @@
-//! Bytes into the command line's reader of a serialized `jax.export` (the module inside its
-//! flatbuffer): any input is a module or none, never a panic or a read out of bounds; a module
+//! Bytes into the runner's reader of a serialized `jax.export` (`Program::jax_export`: the
+//! module inside its flatbuffer): any input is a module or none, never a panic or a read out of bounds; a module
 //! it finds is MLIR bytecode inside the input.
 #![no_main]
 
-#[path = "../../../cli/src/jax_export.rs"]
+#[path = "../../src/pjrt/jax_export.rs"]
 mod jax_export;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

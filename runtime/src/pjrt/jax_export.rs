@@ -2,12 +2,12 @@
 //! JAX: every offset checked against the bytes (fuzzed: runtime/fuzz, target `jax_export`).
 
 /// MLIR bytecode's magic.
-pub const BYTECODE: &[u8] = b"ML\xefR";
+pub(crate) const BYTECODE: &[u8] = b"ML\xefR";
 
 /// The module of a serialized `jax.export.Exported` (`exported.serialize()`, a flatbuffer whose
 /// root table's field 13, `mlir_module_serialized`, holds the module's bytecode), or `None`
 /// when `bytes` is not one. Every offset is checked against the buffer.
-pub fn jax_export_module(bytes: &[u8]) -> Option<&[u8]> {
+pub(crate) fn jax_export_module(bytes: &[u8]) -> Option<&[u8]> {
     let u32_at = |at: usize| -> Option<usize> {
         let b = bytes.get(at..at.checked_add(4)?)?;
         usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()

@@ -26,6 +26,7 @@ mod error;
 mod executable;
 mod host;
 mod inputs;
+mod jax_export;
 mod known;
 mod mlir_text;
 mod plugin;

@@ -39,6 +39,30 @@ impl Program {
         }
     }
 
+    /// The module of a serialized `jax.export.Exported` (`exported.serialize()`, the file JAX
+    /// writes to serve a model), compiled as [`Program::bytecode`]; `None` when `bytes` is not
+    /// one. Read without JAX, every offset checked against the bytes (fuzzed).
+    pub fn jax_export(bytes: &[u8]) -> Option<Program> {
+        super::jax_export::jax_export_module(bytes).map(Program::bytecode)
+    }
+
+    /// A program from a file's bytes, whatever its form: MLIR bytecode (a portable artifact),
+    /// a serialized `jax.export`, else StableHLO text (its signature read).
+    pub fn load(bytes: &[u8]) -> Result<Program, RunError> {
+        if bytes.starts_with(super::jax_export::BYTECODE) {
+            return Ok(Program::bytecode(bytes));
+        }
+        if let Some(p) = Program::jax_export(bytes) {
+            return Ok(p);
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            RunError::Program(
+                "neither MLIR text, MLIR bytecode nor a serialized `jax.export`".into(),
+            )
+        })?;
+        Program::text(text)
+    }
+
     /// A program from MLIR bytecode with the signature of its `@main` (read from the same
     /// program's text, say), so that externals are fed by name and programs over a mesh are
     /// split. The signature is checked for consistency (parameters numbered in order, a

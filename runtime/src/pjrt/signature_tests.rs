@@ -315,3 +315,51 @@ mod fuzz {
         }
     }
 }
+
+/// A serialized `jax.export` as its flatbuffer lays it out: the root table's field 13 a vector
+/// of bytes (the module). Built here by hand, field by field.
+fn jax_export_bytes(module: &[u8], vtable_fields: u16) -> Vec<u8> {
+    let vsize = 4 + 2 * vtable_fields;
+    let table = 4 + usize::from(vsize);
+    let mut b = Vec::new();
+    b.extend_from_slice(&u32::try_from(table).unwrap().to_le_bytes());
+    b.extend_from_slice(&vsize.to_le_bytes());
+    b.extend_from_slice(&8u16.to_le_bytes());
+    for field in 0..vtable_fields {
+        b.extend_from_slice(&(if field == 13 { 4u16 } else { 0 }).to_le_bytes());
+    }
+    assert_eq!(b.len(), table);
+    b.extend_from_slice(&i32::try_from(table - 4).unwrap().to_le_bytes());
+    b.extend_from_slice(&4u32.to_le_bytes()); // the vector, 4 bytes on
+    b.extend_from_slice(&u32::try_from(module.len()).unwrap().to_le_bytes());
+    b.extend_from_slice(module);
+    b
+}
+
+#[test]
+fn a_program_is_loaded_from_any_of_its_forms() {
+    let module = b"ML\xefR\x00some bytecode";
+    let p = Program::jax_export(&jax_export_bytes(module, 14)).unwrap();
+    assert_eq!(p.code, module);
+    assert!(p.signature().is_none());
+    let p = Program::load(&jax_export_bytes(module, 14)).unwrap();
+    assert_eq!(p.code, module);
+    // Field 13 absent (a vtable of 13 fields), or not bytecode: not a jax.export.
+    assert!(Program::jax_export(&jax_export_bytes(module, 13)).is_none());
+    assert!(Program::jax_export(&jax_export_bytes(b"not bytecode", 14)).is_none());
+    // Cut anywhere, it is none, never a read beyond the bytes.
+    let whole = jax_export_bytes(module, 14);
+    for n in 0..whole.len() {
+        assert!(Program::jax_export(&whole[..n]).is_none(), "cut at {n}");
+    }
+    let p = Program::load(module).unwrap();
+    assert_eq!(p.code, module);
+    assert!(p.signature().is_none());
+    let p = Program::load(SEED.as_bytes()).unwrap();
+    assert_eq!(p.signature().unwrap().params.len(), 2);
+    let e = Program::load(b"\xff\xfe not text").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "program: neither MLIR text, MLIR bytecode nor a serialized `jax.export`"
+    );
+}
