@@ -13,10 +13,11 @@ JAX_OLDEST_PYTHON="$PWD/target/jax-oldest-venv/bin/python"
 mkdir -p target
 : > target/step-times.log
 STEP_NAME="" STEP_START=$SECONDS
+# `step` with no words ends the step that runs (a lane's last), starting none.
 step() {
-  [ -z "$STEP_NAME" ] || printf '%5d s  %s\n' $((SECONDS - STEP_START)) "$STEP_NAME" >> target/step-times.log
+  [ -z "$STEP_NAME" ] || printf '%5d s  %s%s\n' $((SECONDS - STEP_START)) "${STEP_LANE:+[lane $STEP_LANE] }" "$STEP_NAME" >> target/step-times.log
   STEP_NAME="$*" STEP_START=$SECONDS
-  printf '\n=== %s\n' "$*" >&2
+  [ -z "$*" ] || printf '\n=== %s\n' "$*" >&2
 }
 # One full run, not an edit loop: incremental caches would only take disk (~1 GB).
 export CARGO_INCREMENTAL=0
@@ -115,6 +116,9 @@ export CUSTOMOP_C_KERNEL="$PWD/target/kernels/debug/libcustomop_example_c_kernel
 if nm "$CUSTOMOP_KERNELS" | grep -q mlirContextCreate; then
   echo "the kernel cdylib links MLIR" >&2; exit 1
 fi
+# The fuzzing runs beside valgrind (each mostly one thread), its output to target/fuzz.log,
+# printed and waited for at its step below.
+bash scripts/fuzz.sh 8 > target/fuzz.log 2>&1 & fuzz_pid=$!
 step "the handler layer under valgrind memcheck (fabricated frames and eager calls, no MLIR)"
 bins=$(cargo test --locked -p customop-example-kernels --test frames --test eager --no-run 2>&1 |
   sed -n 's/.*Executable tests\/[a-z_/]*\.rs (\(.*\))/\1/p')
@@ -134,8 +138,11 @@ valgrind -q --error-exitcode=99 --leak-check=no "$b" --test-threads=1 parallel::
 grep -Eq '^test result: ok\. [1-9][0-9]* passed' target/valgrind-parallel.log ||
   { echo "no parallel:: test ran under valgrind" >&2; exit 1; }
 echo "$b parallel::: valgrind memcheck, 0 errors"
-step "coverage-guided fuzzing, 8 s a target (scripts/fuzz.sh: program text, compiled programs, descriptors, .npy, external values, attributes, jax.export)"
-bash scripts/fuzz.sh 8
+step "coverage-guided fuzzing, 8 s a target (scripts/fuzz.sh: program text, compiled programs, descriptors, .npy, external values, attributes, jax.export; begun beside valgrind)"
+fuzz_status=0
+wait "$fuzz_pid" || fuzz_status=$?
+cat target/fuzz.log >&2
+[ "$fuzz_status" = 0 ] || { echo "scripts/fuzz.sh failed (exit $fuzz_status)" >&2; exit 1; }
 step "examples"
 "$CUSTOMOP_PYTHON" examples/jax/call_rust_op.py "$CUSTOMOP_KERNELS"
 "$CUSTOMOP_PYTHON" examples/jax/sharded_rust_op.py "$CUSTOMOP_KERNELS"
@@ -163,102 +170,136 @@ py_tests() {
   ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in.*/\1/p' "$out")
   echo "test result: ok. $ran passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 }
-py_tests "the Python package in layers: no import circle, the core without jax or torch, modules <= 400 lines" tests/python/test_layers.py
-py_tests "shape rules on symbolic sizes: the sizes' own arithmetic, never forced nor compared" tests/python/test_shape_symbolic.py
-py_tests "the PJRT cross-check's comparison: per-element tolerances, NaN, shape, dtype, refusal code, stage, status" tests/python/test_crosscheck.py
-py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
-py_tests "AOTInductor from C++ with no Python (the cdylib registers its ops itself; blob swapped by name; wrong size refused), torch.export save/load" tests/torch/test_aoti.py
-# Every test that calls ops from torch runs on both paths: native kernels (1, the default) and
-# the Python path (0, `customop.torch.load(path, native=False)`).
-for native in 1 0; do
-  export CUSTOMOP_TORCH_NATIVE=$native
-  py_tests "PyTorch eager (customop.torch: CPU kernels, errors, backward refusals, torch.compile), native=$native" tests/torch/test_torch.py
-  py_tests "PyTorch export through torch_xla (annotated, run on XLA, refusals), native=$native" tests/torch/test_torch_export.py
-  py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export, native=$native" tests/xla/test_computed_shapes.py
-  py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
-  py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
-  py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
-  py_tests "packed sub-byte tensors and quantized kernels from torch (uint8 / float4_e2m1fn_x2 bytes), native=$native" tests/torch/test_low_bit.py
-  py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
-  py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
-done
-# The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
-export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
-unset CUSTOMOP_TORCH_NATIVE
-py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
-py_tests "AOTInductor from C++ and torch.export save/load on $TORCH_TAG" tests/torch/test_aoti.py "$TORCH_NEWEST_PYTHON"
-# (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
-py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
-# The Python path (native=0) is the same Python code on every torch: on the newest torch it
-# runs the eager and autograd suites, the native path everything.
-for native in 1 0; do
-  export CUSTOMOP_TORCH_NATIVE=$native
-  py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
-  py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
-  [ "$native" = 1 ] || continue
-  py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
-  py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
-  py_tests "which inputs and outputs have a derivative on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
-  # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
-  py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"
-  py_tests "one op for several element types on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_generic_ops.py "$TORCH_NEWEST_PYTHON"
-  py_tests "complex64, f8E4M3FN, bf16, f16 on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_dtypes.py "$TORCH_NEWEST_PYTHON"
-done
-unset CUSTOMOP_TORCH_NATIVE
-py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run by jaxlib and the Rust runner" tests/torch/test_torchax_export.py "$TORCH_NEWEST_PYTHON"
-unset TORCH_TAG
-py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
-py_tests "JAX second derivatives (grad of grad, jacrev of jacrev; jit, vmap) and jax.grad inside shard_map (check_vma)" tests/xla/test_higher_order.py
-py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
-py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool's threads, a panic in a range" tests/xla/test_parallel.py
-py_tests "#[state] built once per call site at XLA's instantiate stage; a constructor error is bad_state" tests/xla/test_state.py
-py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
-py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
-py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
-py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
-py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
-py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
 # The command line (cli/; `cargo test` builds only its unit tests) on the seed module the Rust
 # builder emits, and on programs exported from JAX.
+step "the customop command, and the seed module the Rust builder emits for it"
 cargo build --locked -q -p customop-cli
 export CUSTOMOP_CLI="$PWD/target/debug/customop"
 [ -x "$CUSTOMOP_CLI" ] || { echo "cargo build -p customop-cli made no customop command" >&2; exit 1; }
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
-py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports on every known plugin; equal to jaxlib), ops, exit status by kind" tests/xla/test_cli.py
-py_tests "the customop command's plugins (list, path, verify, install, run --plugin) and compile cache (path, clear; filled, served, a corrupt entry compiled again)" tests/xla/test_cli_plugins.py
-py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py
-step "every benchmark in its short form (tiny sizes, no timing asserted): a benchmark that breaks fails here"
-CUSTOMOP_BENCH_BUILDER_SCALING="${EXAMPLE_BIN[builder_scaling]:-}" \
-CUSTOMOP_BENCH_SEED_MODULE="${EXAMPLE_BIN[seed_module]:-}" \
-CUSTOMOP_BENCH_PJRT_BENCH="${EXAMPLE_BIN[pjrt_bench]:-}" \
-  bash benches/compare/run.sh --smoke
-echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
+# The Python suites in two lanes at once, one a core (most of a suite's time is one Python
+# thread): the torch 2.9 venv's suites and the book's Python blocks in one; the jax suites
+# (0.12 and 0.10), the command line's, the newest torch's and the benchmarks' smoke run in the
+# other. Each lane is a
+# subshell (its exports stay its own) writing target/lane-NAME.log, printed when both are done;
+# its steps are timed within it, the step below is the wall time of both.
+lane_torch() {
+  py_tests "the Python package in layers: no import circle, the core without jax or torch, modules <= 400 lines" tests/python/test_layers.py
+  py_tests "shape rules on symbolic sizes: the sizes' own arithmetic, never forced nor compared" tests/python/test_shape_symbolic.py
+  py_tests "the PJRT cross-check's comparison: per-element tolerances, NaN, shape, dtype, refusal code, stage, status" tests/python/test_crosscheck.py
+  py_tests "native torch kernels (torch's stable C ABI): registration, meta, opcheck, errors, RSS over 100k calls" tests/torch/test_native.py
+  py_tests "AOTInductor from C++ with no Python (the cdylib registers its ops itself; blob swapped by name; wrong size refused), torch.export save/load" tests/torch/test_aoti.py
+  # Every test that calls ops from torch runs on both paths: native kernels (1, the default) and
+  # the Python path (0, `customop.torch.load(path, native=False)`).
+  for native in 1 0; do
+    export CUSTOMOP_TORCH_NATIVE=$native
+    py_tests "PyTorch eager (customop.torch: CPU kernels, errors, backward refusals, torch.compile), native=$native" tests/torch/test_torch.py
+    py_tests "PyTorch export through torch_xla (annotated, run on XLA, refusals), native=$native" tests/torch/test_torch_export.py
+    py_tests "output shapes computed from dims and attributes: JAX, torch eager, torch.compile, torch_xla export, native=$native" tests/xla/test_computed_shapes.py
+    py_tests "one op for several element types (dtypes(T = [...])): JAX, torch, the handler's refusal, native=$native" tests/xla/test_generic_ops.py
+    py_tests "element types complex64, f8E4M3FN, bf16, f16: JAX, torch eager and fake, torch_xla export, native=$native" tests/xla/test_dtypes.py
+    py_tests "autograd from declared backwards (gradcheck), torch.func.vmap and opcheck of every op, torch.compile, training, native=$native" tests/torch/test_transforms.py
+    py_tests "packed sub-byte tensors and quantized kernels from torch (uint8 / float4_e2m1fn_x2 bytes), native=$native" tests/torch/test_low_bit.py
+    py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
+    py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
+  done
+  TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
+  unset CUSTOMOP_TORCH_NATIVE
+  py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
+  py_tests "AOTInductor from C++ and torch.export save/load on $TORCH_TAG" tests/torch/test_aoti.py "$TORCH_NEWEST_PYTHON"
+  unset TORCH_TAG
+  step "mdbook build, links, SUMMARY, doctest list and Python blocks"
+  mdbook build book
+  "$CUSTOMOP_PYTHON" scripts/check_book.py book/src
+  py_tests "the book's version table against the pins and bounds" tests/python/test_book_versions.py
+  py_tests "the book's Python API reference against every module's __all__ and exceptions" tests/python/test_book_python_api.py
+}
+lane_jax() {
+  # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
+  export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
+  unset CUSTOMOP_TORCH_NATIVE
+  # (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
+  py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
+  # The Python path (native=0) is the same Python code on every torch: on the newest torch it
+  # runs the eager and autograd suites, the native path everything.
+  for native in 1 0; do
+    export CUSTOMOP_TORCH_NATIVE=$native
+    py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
+    py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+    [ "$native" = 1 ] || continue
+    py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
+    py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
+    py_tests "which inputs and outputs have a derivative on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
+    # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
+    py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"
+    py_tests "one op for several element types on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_generic_ops.py "$TORCH_NEWEST_PYTHON"
+    py_tests "complex64, f8E4M3FN, bf16, f16 on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_dtypes.py "$TORCH_NEWEST_PYTHON"
+  done
+  unset CUSTOMOP_TORCH_NATIVE
+  py_tests "StableHLO export through torchax (customop.torchax) on $TORCH_TAG, run by jaxlib and the Rust runner" tests/torch/test_torchax_export.py "$TORCH_NEWEST_PYTHON"
+  unset TORCH_TAG
+  py_tests "JAX transforms: jax.vmap of every op, jax.grad (check_grads, f64), training, customop.xla.export" tests/xla/test_transforms.py
+  py_tests "JAX second derivatives (grad of grad, jacrev of jacrev; jit, vmap) and jax.grad inside shard_map (check_vma)" tests/xla/test_higher_order.py
+  py_tests "concurrent XLA executions from 8 threads (jaxlib)" tests/xla/test_concurrency.py
+  py_tests "kernels on XLA's intra-op pool (customop::parallel): results, the pool's threads, a panic in a range" tests/xla/test_parallel.py
+  py_tests "#[state] built once per call site at XLA's instantiate stage; a constructor error is bad_state" tests/xla/test_state.py
+  py_tests "two processes with jax.distributed (gloo), a mesh across them: partitioned op, replicated external" tests/xla/test_processes.py
+  py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
+  py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
+  py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
+  py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
+  py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
+  py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports on every known plugin; equal to jaxlib), ops, exit status by kind" tests/xla/test_cli.py
+  py_tests "the customop command's plugins (list, path, verify, install, run --plugin) and compile cache (path, clear; filled, served, a corrupt entry compiled again)" tests/xla/test_cli_plugins.py
+  py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py
+  # The same JAX tests on the oldest jax.
+  export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
+  py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
+  py_tests "JAX second derivatives and shard_map gradients on $TORCH_TAG" tests/xla/test_higher_order.py "$JAX_OLDEST_PYTHON"
+  py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
+  py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
+  py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$JAX_OLDEST_PYTHON"
+  py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
+  py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
+  py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
+  py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
+  py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
+  py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"
+  unset TORCH_TAG
+  step "every benchmark in its short form (tiny sizes, no timing asserted): a benchmark that breaks fails here"
+  CUSTOMOP_BENCH_BUILDER_SCALING="${EXAMPLE_BIN[builder_scaling]:-}" \
+  CUSTOMOP_BENCH_SEED_MODULE="${EXAMPLE_BIN[seed_module]:-}" \
+  CUSTOMOP_BENCH_PJRT_BENCH="${EXAMPLE_BIN[pjrt_bench]:-}" \
+    bash benches/compare/run.sh --smoke
+  echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
+}
+lane() {
+  ( STEP_NAME="" STEP_LANE=$1; "lane_$1"; step ) > "target/lane-$1.log" 2>&1
+}
+step "the Python suites in two lanes (torch; jax, the command line, the newest torch)"
+lane torch & torch_lane=$!
+lane jax & jax_lane=$!
+failed=""
+wait "$torch_lane" || failed="$failed torch"
+wait "$jax_lane" || failed="$failed jax"
+for name in torch jax; do
+  printf '\n=== lane %s (target/lane-%s.log)\n' "$name" "$name" >&2
+  cat "target/lane-$name.log" >&2
+done
+[ -z "$failed" ] || { echo "lane(s) failed:$failed (the last lines of each lane above say which suite)" >&2; exit 1; }
 step "wheels: customop's and the example kernels' (pip wheel examples/kernels), installed into new venvs, ops called from JAX and torch outside the repository"
 bash scripts/wheels.sh
 echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
 step "crates that package: cargo package (verified), then a kernel crate and a model crate outside the repository built against the .crate files only"
 bash scripts/packaged.sh "$CUSTOMOP_CLI"
 echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
-# The same JAX tests on the oldest jax.
-export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
-py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
-py_tests "JAX second derivatives and shard_map gradients on $TORCH_TAG" tests/xla/test_higher_order.py "$JAX_OLDEST_PYTHON"
-py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
-py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
-py_tests "#[state] once per call site on $TORCH_TAG" tests/xla/test_state.py "$JAX_OLDEST_PYTHON"
-py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
-py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
-py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
-py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
-py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
-py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"
-unset TORCH_TAG
 # Installing customop as the book says (ranges, not pins) changes nothing in a venv that has
 # what it asks for: pip would install customop and nothing else (no torch or jax replaced).
 step "pip install ./python[extra] keeps each venv's torch and jax (dry run)"
 pkg=$(mktemp -d)
 cp -r python/. "$pkg"
+rm -rf "$pkg/build" "$pkg"/*.egg-info   # (see setup.sh)
 only_customop() {
   local python=$1 extra=$2 report=target/pip-report-$2-$(basename "$(dirname "$(dirname "$1")")").json
   shift 2
@@ -312,16 +353,11 @@ done
 total=$(wc -l < "$CUSTOMOP_PJRT_CROSS_CHECK_LOG")
 echo "PJRT cross-check: $total programs run by both jaxlib and the Rust runner, all agreeing" >&2
 [ "$short" = 0 ] || { echo "a suite made fewer PJRT cross-checks than its minimum" >&2; exit 1; }
-step "mdbook build, links, SUMMARY, doctest list and Python blocks"
-mdbook build book
-"$CUSTOMOP_PYTHON" scripts/check_book.py book/src
-py_tests "the book's version table against the pins and bounds" tests/python/test_book_versions.py
-py_tests "the book's Python API reference against every module's __all__ and exceptions" tests/python/test_book_python_api.py
 step "the quick start word for word, from an empty folder outside the repository"
 bash scripts/quickstart.sh
 step "end"
 echo "Where the time went (seconds a step, slowest first):" >&2
-sort -rn target/step-times.log | head -20 >&2
+sort -rn target/step-times.log | head -30 >&2
 echo "all steps: $SECONDS s" >&2
 # One closing line over every test binary's result (unit, integration, UI, doc).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }
