@@ -177,42 +177,50 @@ pub(super) fn serialize(
     plugin: &'static Plugin,
     loaded: *mut sys::PJRT_LoadedExecutable,
 ) -> Result<Vec<u8>, RunError> {
-    let mut g = sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
-    g.loaded_executable = loaded;
-    plugin.call(
-        "PJRT_LoadedExecutable_GetExecutable",
-        plugin.api.loaded_executable_get_executable,
-        &mut g,
-    )?;
-    let mut s = sys::PJRT_Executable_Serialize_Args::new();
-    s.executable = g.executable;
-    let result = plugin.call(
-        "PJRT_Executable_Serialize",
-        plugin.api.executable_serialize,
-        &mut s,
-    );
-    let blob = result.map(|()| {
-        if s.serialized_bytes.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: the plugin wrote `serialized_bytes_size` bytes at `serialized_bytes`,
-            // owned by `serialized_executable` until its deleter runs (below).
-            unsafe { super::plugin::bytes(s.serialized_bytes.cast(), s.serialized_bytes_size) }
-                .to_vec()
-        }
-    });
-    if let Some(delete) = s.serialized_executable_deleter {
+    super::compile::with_executable(plugin, loaded, |exe| {
+        let mut s = sys::PJRT_Executable_Serialize_Args::new();
+        s.executable = exe;
+        let result = plugin.call(
+            "PJRT_Executable_Serialize",
+            plugin.api.executable_serialize,
+            &mut s,
+        );
+        // SAFETY: what the call above handed out (null pointers when it failed).
+        let blob = unsafe {
+            handed_out(
+                s.serialized_bytes,
+                s.serialized_bytes_size,
+                s.serialized_executable,
+                s.serialized_executable_deleter,
+            )
+        };
+        result.map(|()| blob)
+    })?
+}
+
+/// A copy of the `size` bytes at `bytes` that the plugin handed out with `object`, then
+/// `object` released by its `deleter` (if any): a serialized executable or topology.
+///
+/// # Safety
+/// `bytes` is null or points at `size` bytes that live until `deleter` runs on `object`;
+/// `deleter` is the plugin's own for `object`, not yet called.
+unsafe fn handed_out<T>(
+    bytes: *const std::ffi::c_char,
+    size: usize,
+    object: *mut T,
+    deleter: Option<unsafe extern "C" fn(*mut T)>,
+) -> Vec<u8> {
+    let copy = if bytes.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `size` bytes at `bytes`, alive until the deleter runs (the caller's promise).
+        unsafe { super::plugin::bytes(bytes.cast(), size) }.to_vec()
+    };
+    if let Some(delete) = deleter {
         // SAFETY: the plugin's deleter for the object it handed out, called once.
-        unsafe { delete(s.serialized_executable) };
+        unsafe { delete(object) };
     }
-    let mut d = sys::PJRT_Executable_Destroy_Args::new();
-    d.executable = g.executable;
-    let _ = plugin.call(
-        "PJRT_Executable_Destroy",
-        plugin.api.executable_destroy,
-        &mut d,
-    );
-    blob
+    copy
 }
 
 /// Loads a serialized executable onto `client` (`PJRT_Executable_DeserializeAndLoad`, with
@@ -262,20 +270,16 @@ fn read_topology(client: &ClientInner) -> Result<Vec<u8>, RunError> {
         plugin.api.topology_description_serialize,
         &mut s,
     );
-    let bytes = result.map(|()| {
-        if s.serialized_bytes.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: `serialized_bytes_size` bytes owned by `serialized_topology` until its
-            // deleter runs (below).
-            unsafe { super::plugin::bytes(s.serialized_bytes.cast(), s.serialized_bytes_size) }
-                .to_vec()
-        }
-    });
-    if let Some(delete) = s.serialized_topology_deleter {
-        // SAFETY: the plugin's deleter for the object it handed out, called once.
-        unsafe { delete(s.serialized_topology) };
-    }
+    // SAFETY: what the call above handed out (null pointers when it failed).
+    let bytes = unsafe {
+        handed_out(
+            s.serialized_bytes,
+            s.serialized_bytes_size,
+            s.serialized_topology,
+            s.serialized_topology_deleter,
+        )
+    };
+    let bytes = result.map(|()| bytes);
     let bytes = bytes?;
     if bytes.is_empty() {
         return Err(RunError::Plugin {

@@ -131,26 +131,37 @@ fn read_compiled(
     plugin: &'static Plugin,
     loaded: *mut sys::PJRT_LoadedExecutable,
 ) -> (Result<usize, RunError>, Result<Vec<TensorType>, RunError>) {
+    let read = with_executable(plugin, loaded, |exe| {
+        let mut n = sys::PJRT_Executable_NumOutputs_Args::new();
+        n.executable = exe;
+        let outputs = plugin
+            .call(
+                "PJRT_Executable_NumOutputs",
+                plugin.api.executable_num_outputs,
+                &mut n,
+            )
+            .map(|()| n.num_outputs);
+        let parameters = optimized_program(plugin, exe).and_then(|proto| entry_parameters(&proto));
+        (outputs, parameters)
+    });
+    read.unwrap_or_else(|e| (Err(e.clone()), Err(e)))
+}
+
+/// `f` of the executable `loaded` holds (`PJRT_LoadedExecutable_GetExecutable`), destroyed
+/// after (`PJRT_Executable_Destroy`).
+pub(super) fn with_executable<R>(
+    plugin: &'static Plugin,
+    loaded: *mut sys::PJRT_LoadedExecutable,
+    f: impl FnOnce(*mut sys::PJRT_Executable) -> R,
+) -> Result<R, RunError> {
     let mut g = sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
     g.loaded_executable = loaded;
-    if let Err(e) = plugin.call(
+    plugin.call(
         "PJRT_LoadedExecutable_GetExecutable",
         plugin.api.loaded_executable_get_executable,
         &mut g,
-    ) {
-        return (Err(e.clone()), Err(e));
-    }
-    let mut n = sys::PJRT_Executable_NumOutputs_Args::new();
-    n.executable = g.executable;
-    let outputs = plugin
-        .call(
-            "PJRT_Executable_NumOutputs",
-            plugin.api.executable_num_outputs,
-            &mut n,
-        )
-        .map(|()| n.num_outputs);
-    let parameters =
-        optimized_program(plugin, g.executable).and_then(|proto| entry_parameters(&proto));
+    )?;
+    let r = f(g.executable);
     let mut d = sys::PJRT_Executable_Destroy_Args::new();
     d.executable = g.executable;
     let _ = plugin.call(
@@ -158,7 +169,7 @@ fn read_compiled(
         plugin.api.executable_destroy,
         &mut d,
     );
-    (outputs, parameters)
+    Ok(r)
 }
 
 /// The serialized optimized HLO module of `exe` (`PJRT_Executable_OptimizedProgram`, called
