@@ -24,6 +24,7 @@ Run: CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
 
 import os
 import re
+import sys
 import unittest
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
@@ -38,22 +39,18 @@ import numpy as np  # noqa: E402
 from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
 
 from customop.xla import Library, NoForwardRuleError, NoGradientError, crosscheck  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jax_refs import EPS, rms_norm_ref  # noqa: E402
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 LIB = Library(PATH)
 LIB.register()
 E = LIB.ops.example
-# eps is an f32 attribute: the references use the same value.
-EPS = float(np.float32(1e-3))
 RNG = np.random.default_rng(11)
 C = RNG.normal(size=(8, 6))
 SHARD_MAP = getattr(jax, "shard_map", None)
 if SHARD_MAP is None:  # jax < 0.7
     from jax.experimental.shard_map import shard_map as SHARD_MAP
-
-
-def rms_norm_ref(x):
-    return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS)
 
 
 # (name, customop loss, the same loss written with jnp): scalar functions of x (8 x 6).

@@ -23,6 +23,7 @@ from jax.test_util import check_grads  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 import samples  # noqa: E402
+from jax_refs import EPS, as_list, mean_pool_ref, rms_norm_ref  # noqa: E402
 from customop.xla import crosscheck  # noqa: E402
 from customop.xla import NoGradientError  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
@@ -32,27 +33,12 @@ PATH = os.environ["CUSTOMOP_KERNELS"]
 LIB = Library(PATH)
 LIB.register()
 OPS = LIB.ops
-# eps is an f32 attribute: the reference uses the same value.
-EPS = float(np.float32(1e-3))
 RNG = np.random.default_rng(7)
 
 
 def jax_attrs(attrs):
     return {k: LIB.pack(v.name, v.value) if isinstance(v, samples.Descriptor) else v
             for k, v in attrs.items()}
-
-
-def as_list(out):
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-def rms_norm_ref(x):
-    return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS)
-
-
-def mean_pool_ref(x, k, stride):
-    n = (x.shape[-1] - k) // stride + 1
-    return jnp.stack([x[..., j * stride:j * stride + k].mean(-1) for j in range(n)], axis=-1)
 
 
 class Vmap(unittest.TestCase):
