@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 cli=$1
 step() { printf '\n[packaged] %s\n' "$*"; }
 step "cargo package (verified) customop-shape customop-macros customop customop-cli"
+# Cargo takes a registry crate's build as fresh by its name and version alone: customop-cli's
+# verification would link the customop an earlier run packaged, though its files have changed.
+cargo clean -q -p customop-shape -p customop-macros -p customop
 # (--allow-dirty: what is packaged is the tree under test, committed or not.)
 if ! cargo package --locked --allow-dirty -p customop-shape -p customop-macros -p customop \
     -p customop-cli > target/package.log 2>&1; then
