@@ -179,11 +179,11 @@ export CUSTOMOP_CLI="$PWD/target/debug/customop"
 export CUSTOMOP_SEED_MODULE="$PWD/target/seed.mlir"
 example seed_module "$CUSTOMOP_SEED_MODULE"
 # The Python suites in two lanes at once, one a core (most of a suite's time is one Python
-# thread): the torch 2.9 venv's suites and the book's Python blocks in one; the jax suites
-# (0.12 and 0.10), the command line's, the newest torch's and the benchmarks' smoke run in the
-# other. Each lane is a
-# subshell (its exports stay its own) writing target/lane-NAME.log, printed when both are done;
-# its steps are timed within it, the step below is the wall time of both.
+# thread): the torch 2.9 venv's suites and the book's Python blocks in one; the newest torch's,
+# the jax suites (0.12 and 0.10), the command line's and the benchmarks' smoke run in the other
+# (about 550 s and 500 s here). Each lane is a subshell (its exports stay its own) writing
+# target/lane-NAME.log, printed when both are done; its steps are timed within it, the step
+# below is the wall time of both.
 lane_torch() {
   py_tests "the Python package in layers: no import circle, the core without jax or torch, modules <= 400 lines" tests/python/test_layers.py
   py_tests "shape rules on symbolic sizes: the sizes' own arithmetic, never forced nor compared" tests/python/test_shape_symbolic.py
@@ -204,11 +204,6 @@ lane_torch() {
     py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
     py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
   done
-  TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
-  unset CUSTOMOP_TORCH_NATIVE
-  py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
-  py_tests "AOTInductor from C++ and torch.export save/load on $TORCH_TAG" tests/torch/test_aoti.py "$TORCH_NEWEST_PYTHON"
-  unset TORCH_TAG
   step "mdbook build, links, SUMMARY, doctest list and Python blocks"
   mdbook build book
   "$CUSTOMOP_PYTHON" scripts/check_book.py book/src
@@ -219,6 +214,8 @@ lane_jax() {
   # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
   export TORCH_TAG=$("$TORCH_NEWEST_PYTHON" -c 'import torch; print("torch" + torch.__version__.split("+")[0])')
   unset CUSTOMOP_TORCH_NATIVE
+  py_tests "native torch kernels on $TORCH_TAG" tests/torch/test_native.py "$TORCH_NEWEST_PYTHON"
+  py_tests "AOTInductor from C++ and torch.export save/load on $TORCH_TAG" tests/torch/test_aoti.py "$TORCH_NEWEST_PYTHON"
   # (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
   py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
   # The Python path (native=0) is the same Python code on every torch: on the newest torch it
