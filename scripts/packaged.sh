@@ -13,8 +13,11 @@ cd "$(dirname "$0")/.."
 cli=$1
 step() { printf '\n[packaged] %s\n' "$*"; }
 step "cargo package (verified) customop-shape customop-macros customop customop-cli"
-# Cargo takes a registry crate's build as fresh by its name and version alone: customop-cli's
-# verification would link the customop an earlier run packaged, though its files have changed.
+# Cargo takes a registry crate as fixed by its name and version: customop-cli's verification
+# reads customop from the local registry of the crates just packaged, which cargo extracts once
+# into $CARGO_HOME/registry/src/-HASH/ (a folder per target folder) and builds once; an earlier
+# run's sources and builds would be taken though the files have changed.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/customop-*0.1.0
 cargo clean -q -p customop-shape -p customop-macros -p customop
 # (--allow-dirty: what is packaged is the tree under test, committed or not.)
 if ! cargo package --locked --allow-dirty -p customop-shape -p customop-macros -p customop \
