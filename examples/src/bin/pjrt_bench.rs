@@ -104,17 +104,22 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             let client = Client::cpu(1)?;
             // SAFETY: `--kernels` names the example kernel cdylib (a customop library).
             unsafe { client.register_library(lib.as_ref())? };
-            let exe = client.compile(&Program::module(&seed)?)?;
+            let program = Program::module(&seed)?;
+            let t = std::time::Instant::now();
+            let exe = client.compile(&program)?;
+            let compile = t.elapsed();
             let out = once(&exe, "external")?;
-            // What ran, for the report: the plugin and whether the executable was compiled.
+            // What ran, for the report: the plugin, whether the executable was compiled, and
+            // how long `compile` took (compiling, or loading from the cache).
             eprintln!(
-                "plugin {}, {}",
+                "plugin {}, {} in {:.1} ms",
                 client.plugin().describe(),
                 if exe.from_cache() {
                     "from the compile cache"
                 } else {
                     "compiled"
-                }
+                },
+                compile.as_secs_f64() * 1e3
             );
             println!("{:?}", out[0].to_vec::<i8>()?);
             Ok(())
