@@ -19,6 +19,7 @@ from ..schema import ResultSpec, SchemaError, backend_config, operand_names, res
 from .autograd import autograd_kernel
 from .cache_key import include as include_in_cache_key
 from .packed import AS_BYTES, logical_shape, packed_shape
+from .sharding import register_shardings
 from .native import (AS_TENSOR, NativeRegistrar, NativeUnavailable, adapter,
                      native_unsupported_reason, register_fake_only, shim_has_dtype,
                      unregister_fake_only)
@@ -101,6 +102,10 @@ class TorchLibrary:
             for op_name in list(self._fragments):
                 self._undo(op_name, self._fragments.pop(op_name))
             raise
+        # DTensor shardings from each op's partition (ops torch cannot call have none).
+        register_shardings([(op.schema, self.op(op.name).default)
+                            for op in self.library.entries()
+                            if torch_refusal(op.schema) is None])
         if native:
             log.info("customop: %s: %d ops with native CPU and Meta kernels (torch's stable C "
                      "ABI%s)%s", self.path, len(self.library.entries()),
