@@ -2,7 +2,7 @@
 # customop against JAX (and torch_xla if installed): one command, one machine, one run.
 # Usage: bash benches/compare/run.sh [--quick | --runner | --torch-eager | --torch-cpp | --mut-jit |
 #                                    --parallel | --state | --jax-rules | --torch-autograd |
-#                                    --in-place | --int4 | --smoke]
+#                                    --in-place | --int4 | --dtensor | --smoke]
 # (--runner: only the Rust PJRT runner against jaxlib's client, per execution and to first result;
 #  --torch-eager: eager calls from torch, native kernels against the Python path: torch_eager.py;
 #  --torch-cpp: a customop op against the same op as a C++ extension op, on torch 2.9 and the
@@ -17,7 +17,9 @@
 #  --in-place: a donated #[inout] update of a 256 MB tensor against the same not donated, and
 #    jnp's own in-place update: in_place.py;
 #  --int4: an i4 weight-only matmul against jnp's dequantize-then-dot and torch's int4 kernel:
-#    int4.py)
+#    int4.py;
+#  --dtensor: a sequence-parallel training step on DTensors, 2 processes, partitioned ops
+#    against the replicated fallback, on torch 2.9 and the newest: dtensor.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
 # $CUSTOMOP_TORCH_PYTHON).
 #
@@ -59,7 +61,7 @@ if [ "${1:-}" = "--smoke" ]; then
   export CUSTOMOP_BENCH_SMOKE=1
   # Not --quick nor --runner: the default run runs both of their parts.
   modes=(default --torch-eager --torch-cpp --mut-jit --parallel --state --jax-rules
-    --torch-autograd --in-place --int4)
+    --torch-autograd --in-place --int4 --dtensor)
   failed=() report=() all=$SECONDS
   for mode in "${modes[@]}"; do
     printf '\n=== run.sh %s (smoke)\n' "$mode"
@@ -102,6 +104,7 @@ case "${1:-}" in
   --mut-jit) kernels; in_venvs mut_jit.py xla-venv; exit 0 ;;
   --state) kernels; in_venvs state_jit.py xla-venv; exit 0 ;;
   --in-place) kernels; in_venvs in_place.py xla-venv; exit 0 ;;
+  --dtensor) kernels; in_venvs dtensor.py xla-venv torch-venv; exit 0 ;;
   --jax-rules) kernels; in_venvs jax_rules.py xla-venv jax-oldest-venv; exit 0 ;;
   --torch-autograd) kernels; in_venvs torch_autograd.py xla-venv torch-venv; exit 0 ;;
   --torch-cpp) kernels; in_venvs torch_cpp.py xla-venv torch-venv; exit 0 ;;
