@@ -3,7 +3,8 @@ loopback): an op's `partition(...)` is its DTensor sharding. `scale_rows` on row
 row shards equal to one process's result, with no collective (CommDebugMode); `rms_norm_t`
 forward and backward (its backward op declares the same partition) on row shards equal one
 process's; a sequence-parallel block (norm, row gate, replicated linear) equals one process,
-eagerly and under torch.compile, with no collective; a model under FSDP2 (`fully_shard`) trains
+eagerly and under torch.compile, with no collective; tensor parallelism (parallelize_module,
+DTensors kept) around the norm equals one process; a model under FSDP2 (`fully_shard`) trains
 three steps to one process's weights; an op with no partition (`softplus`) runs on replicated
 inputs; a placement no strategy takes (columns) is redistributed, never wrong; an op with a
 side effect is refused by name.
@@ -122,6 +123,35 @@ said["compiled"] = {"placements": repr(outc.placements),
                     "forward": bool(torch.allclose(outc.full_tensor(), out1)),
                     "grad": bool(torch.allclose(xc.grad.full_tensor(), one[0].grad))}
 
+# Tensor parallel (parallelize_module) keeping DTensors (use_local_output=False): the column-
+# parallel linear's output is sharded on columns, which the norm's rule does not split, so
+# DTensor redistributes it; forward and gradients equal one process.
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(7)
+        self.up = torch.nn.Linear(16, 32, dtype=torch.float64)
+        self.down = torch.nn.Linear(32, 16, dtype=torch.float64)
+
+    def forward(self, x):
+        return self.down(E.rms_norm_t(self.up(x), eps=1e-3))
+
+
+tp, ref = Mlp(), Mlp()
+parallelize_module(tp, mesh, {"up": ColwiseParallel(use_local_output=False),
+                              "down": RowwiseParallel(use_local_output=False)})
+out_tp, out_ref = tp(x), ref(x)
+out_tp.full_tensor().pow(2).sum().backward()
+out_ref.pow(2).sum().backward()
+said["tensor_parallel"] = {
+    "forward": bool(torch.allclose(out_tp.full_tensor(), out_ref)),
+    "grads": all(torch.allclose(p.grad.full_tensor(), dict(ref.named_parameters())[k].grad)
+                 for k, p in tp.named_parameters()),
+}
+
 # FSDP2: a model with the customop norm and gate trains three steps to one process's weights.
 from torch.distributed.fsdp import fully_shard
 
@@ -217,6 +247,10 @@ class DTensorOps(unittest.TestCase):
     def test_the_block_under_torch_compile_equals_one_process(self):
         for s in self.each("compiled"):
             self.assertEqual(s, {"placements": "(Shard(dim=0),)", "forward": True, "grad": True})
+
+    def test_tensor_parallel_keeping_dtensors_equals_one_process(self):
+        for s in self.each("tensor_parallel"):
+            self.assertEqual(s, {"forward": True, "grads": True})
 
     def test_fsdp2_trains_to_one_process_weights(self):
         for s in self.each("fsdp2"):
