@@ -46,6 +46,19 @@ pub fn seed_model_split(rows: i64, cols: i64, devices: i64) -> Result<Module, Bu
     Ok(m)
 }
 
+/// StableHLO text with two call sites of `example.windowed` (an op with `#[state]`: its window
+/// of `n` taps, built once per call site), windows of `n` and `m` taps, on a `tensor<6xf32>`:
+/// the program that shows state per call site through the runner.
+pub fn windowed_twice(n: i64, m: i64) -> String {
+    format!(
+        r#"func.func @main(%x: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {{
+  %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
+  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {m} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
+  return %0, %1 : tensor<6xf32>, tensor<6xf32>
+}}"#
+    )
+}
+
 /// A chain of `n` custom calls on a `tensor<3x3xf32>`, each also taking the 56-byte external
 /// (`customop_example_kernels::passthrough`, through its generated lowering), with `+ 1` at
 /// the end: the workload of the builder benchmarks and of the comparison with JAX.

@@ -13,18 +13,6 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Two call sites of `example.windowed` (an op with `#[state]`: its window of `n` taps, built
-/// once per call site).
-fn windowed(n: i64, m: i64) -> String {
-    format!(
-        r#"func.func @main(%x: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {{
-  %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
-  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {m} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
-  return %0, %1 : tensor<6xf32>, tensor<6xf32>
-}}"#
-    )
-}
-
 /// The example library's count of windows of `n` taps built (`what` = `builds`) or applied
 /// (`calls`) in this process.
 fn count(lib: &Path, what: &str, n: i64) -> Result<i64, String> {
@@ -84,7 +72,7 @@ fn check(
     // State once per call site: compiled, then loaded from the cache, each executable building
     // its own two states.
     let (n, m) = (11, 13);
-    let text = windowed(n, m);
+    let text = customop_examples::windowed_twice(n, m);
     let ones = HostTensor::vector(&[1.0f32; 6]);
     let mut state = Vec::new();
     for _ in 0..2 {

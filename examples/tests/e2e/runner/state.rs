@@ -137,15 +137,7 @@ fn windows(what: &str, n: i64) -> i64 {
 fn state_is_built_once_per_call_site_through_the_runner_and_dropped_with_the_executable() {
     // The runner registers customop handlers for XLA's instantiate stage too (through the
     // plugin's own XLA FFI table), so each call site of each executable builds its state once.
-    let program = |n: i64, m: i64| {
-        format!(
-            r#"func.func @main(%x: tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>) {{
-  %0 = "stablehlo.custom_call"(%x) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {n} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
-  %1 = "stablehlo.custom_call"(%0) {{api_version = 4 : i32, call_target_name = "example.windowed", backend_config = {{n = {m} : i64}}}} : (tensor<6xf32>) -> tensor<6xf32>
-  return %0, %1 : tensor<6xf32>, tensor<6xf32>
-}}"#
-        )
-    };
+    let program = customop_examples::windowed_twice;
     let builds = |n| windows("builds", n);
     let drops = |n| windows("drops", n);
     let hann = |n: i64| -> Vec<f32> {
