@@ -27,7 +27,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 fn hex_bytes(h: &str) -> Result<Vec<u8>, String> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return Err("odd hex length".into());
     }
     (0..h.len() / 2)

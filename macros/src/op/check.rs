@@ -120,18 +120,17 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
                 )),
                 Some(ShapeRule::Unread) => {}
                 Some(ShapeRule::Of(src)) => {
-                    if let Some(r) = check_source(cx, op, src) {
-                        if let (Some(r), Some(want)) = (r, rank)
-                            && r != *want
-                        {
-                            cx.error_spanned_by(
-                                src,
-                                format!(
-                                    "`{src}` has rank {r}, but output `{}` has rank {want}",
-                                    p.ident
-                                ),
-                            );
-                        }
+                    if let Some(r) = check_source(cx, op, src)
+                        && let (Some(r), Some(want)) = (r, rank)
+                        && r != *want
+                    {
+                        cx.error_spanned_by(
+                            src,
+                            format!(
+                                "`{src}` has rank {r}, but output `{}` has rank {want}",
+                                p.ident
+                            ),
+                        );
                     }
                 }
                 Some(ShapeRule::Dims(dims)) => {

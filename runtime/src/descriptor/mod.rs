@@ -97,7 +97,7 @@ pub unsafe trait ReprC: Descriptor + InPlace {
             return Err(DescriptorError::new(Self::NAME, ErrorKind::BigEndianTarget));
         }
         let align = core::mem::align_of::<Self>();
-        if (payload.as_ptr() as usize) % align != 0 {
+        if !(payload.as_ptr() as usize).is_multiple_of(align) {
             return Err(DescriptorError::new(
                 Self::NAME,
                 ErrorKind::Misaligned {

@@ -166,7 +166,7 @@ impl<'f> CallCx<'f> {
                 format!("parameter `{name}`: {n} elements at a null pointer"),
             ));
         }
-        if n > 0 && (raw.data as usize) % align != 0 {
+        if n > 0 && !(raw.data as usize).is_multiple_of(align) {
             return Err(op_err(
                 self.op,
                 Refusal::Misaligned,

@@ -52,10 +52,10 @@ pub(crate) fn trusted_v2(t: &XLA_FFI_Api_ThreadPool) -> bool {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn customop_trust_xla_ffi_table_v2(api: *const core::ffi::c_void) {
     // SAFETY: the caller's contract.
-    if let Some(t) = unsafe { table_at(api.cast()) } {
-        if t.head.api_version.minor_version == 2 {
-            trust_v2(api.cast());
-        }
+    if let Some(t) = unsafe { table_at(api.cast()) }
+        && t.head.api_version.minor_version == 2
+    {
+        trust_v2(api.cast());
     }
 }
 

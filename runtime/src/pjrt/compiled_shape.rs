@@ -105,17 +105,17 @@ pub(super) fn entry_parameters(module: &[u8]) -> Result<Vec<TensorType>, RunErro
         }
     }
     // The result: one array, or a tuple of arrays (one per output).
-    if let Some(r) = result {
-        if array_shape(r, "the compiled result")?.is_none() {
-            let mut k = 0;
-            for f in fields(r).map_err(unreadable)? {
-                if let (4, Some(Value::Bytes(leaf))) = f {
-                    let what = format!("compiled result {k}");
-                    if array_shape(leaf, &what)?.is_none() {
-                        return Err(unreadable(format!("{what} is a nested tuple")));
-                    }
-                    k += 1;
+    if let Some(r) = result
+        && array_shape(r, "the compiled result")?.is_none()
+    {
+        let mut k = 0;
+        for f in fields(r).map_err(unreadable)? {
+            if let (4, Some(Value::Bytes(leaf))) = f {
+                let what = format!("compiled result {k}");
+                if array_shape(leaf, &what)?.is_none() {
+                    return Err(unreadable(format!("{what} is a nested tuple")));
                 }
+                k += 1;
             }
         }
     }

@@ -137,14 +137,14 @@ pub(super) fn assemble(
             .into_iter()
             .next()
             .ok_or_else(|| RunError::Output(format!("result {k} has no buffer")))?;
-        if let Some(g) = &global {
-            if g != first.ty() {
-                return Err(RunError::Output(format!(
-                    "result {k} is {} on a device, but the program returns {g} and does not \
+        if let Some(g) = &global
+            && g != first.ty()
+        {
+            return Err(RunError::Output(format!(
+                "result {k} is {} on a device, but the program returns {g} and does not \
                      say how it is split",
-                    first.ty()
-                )));
-            }
+                first.ty()
+            )));
         }
         return Ok(first);
     }
@@ -184,12 +184,12 @@ pub(super) fn assemble(
         let mut bytes = s.bytes().to_vec();
         copy_block(&gdims, &origin, &local, elem, &mut out, &mut bytes, false);
     }
-    if let Some(g) = &global {
-        if *g != gty {
-            return Err(RunError::Output(format!(
-                "result {k} assembles to {gty} from its shards, but the program returns {g}"
-            )));
-        }
+    if let Some(g) = &global
+        && *g != gty
+    {
+        return Err(RunError::Output(format!(
+            "result {k} assembles to {gty} from its shards, but the program returns {g}"
+        )));
     }
     HostTensor::from_bytes(gty, out).map_err(|e| RunError::Output(e.to_string()))
 }

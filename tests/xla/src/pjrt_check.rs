@@ -95,10 +95,10 @@ pub(crate) fn check(job: &Job<'_>, outcome: &Result<Outcome, XlaError>) {
     }
     .max(job.mesh.iter().map(|(_, n)| *n as usize).product::<usize>());
     let client = client(devices);
-    if let Some(ffi) = job.ffi {
-        if let Err(e) = register(&client, ffi) {
-            what(format!("registering the handlers: {e}"));
-        }
+    if let Some(ffi) = job.ffi
+        && let Err(e) = register(&client, ffi)
+    {
+        what(format!("registering the handlers: {e}"));
     }
     let signature = program.as_ref().ok().and_then(|p| p.signature().cloned());
     let exe = program.and_then(|p| client.compile(&p));

@@ -344,7 +344,7 @@ impl<'f> Dictionary<'f> {
         if a.size == 0 {
             return Ok(&[]);
         }
-        if a.data.is_null() || (a.data as usize) % core::mem::align_of::<T>() != 0 {
+        if a.data.is_null() || !(a.data as usize).is_multiple_of(core::mem::align_of::<T>()) {
             return Err(self.bad(&format!("attribute `{name}`: misaligned array")));
         }
         // SAFETY: `size` elements of the checked dtype, aligned, valid for the call.
