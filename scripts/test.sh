@@ -249,6 +249,7 @@ lane_jax() {
   py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
   py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
   py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
+  py_tests "4-bit kernels on every dispatch path (CUSTOMOP_CPU=avx512, avx2, portable) against numpy and each other" tests/xla/test_cpu_paths.py
   py_tests "the customop command: run (the seed module from .npy and JSON/TOML, JAX exports on every known plugin; equal to jaxlib), ops, exit status by kind" tests/xla/test_cli.py
   py_tests "the customop command's plugins (list, path, verify, install, run --plugin) and compile cache (path, clear; filled, served, a corrupt entry compiled again)" tests/xla/test_cli_plugins.py
   py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py

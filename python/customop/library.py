@@ -37,6 +37,14 @@ class KernelLibrary:
         self.manifest = Manifest.from_json(json.loads(self.manifest_bytes.decode("utf-8")))
         self._layouts = self.manifest.layouts()
 
+    @property
+    def cpu_level(self) -> str:
+        """The vector instructions the library's kernels take in this process: `avx512`, `avx2`
+        or `portable` (the best the CPU has, capped by `CUSTOMOP_CPU`, read once)."""
+        fn = self.cdll.customop_cpu_level
+        fn.restype = ctypes.c_char_p
+        return fn().decode("ascii")
+
     def entries(self) -> list[OpEntry]:
         """The manifest's ops (`OpEntry`: name, target, handler_symbol, schema, schema_string),
         sorted by name."""

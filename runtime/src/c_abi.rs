@@ -14,6 +14,8 @@
 //!   descriptor of this library packed from a JSON value, and unpacked into one
 //!   ([`crate::descriptor::pack_value`], [`crate::descriptor::unpack_value`]): Python's
 //!   `lib.pack` and `lib.unpack`, so that every front end packs with the one Rust definition;
+//! - `customop_cpu_level() -> const char*`: the vector instructions this library's kernels take
+//!   in this process ([`crate::cpu::level`]: `avx512`, `avx2` or `portable`);
 //! - `customop_handler_<target>(XLA_FFI_CallFrame*)`: each op's XLA FFI handler (generated).
 
 use crate::ffi::eager::copy_message;
@@ -30,6 +32,17 @@ pub extern "C" fn customop_manifest() -> *const core::ffi::c_char {
     MANIFEST
         .get_or_init(|| CString::new(crate::registry::manifest_json()).unwrap_or_default())
         .as_ptr()
+}
+
+/// The level of vector instructions kernels take in this process ([`crate::cpu::level`]), as a
+/// static NUL-terminated name: `avx512`, `avx2` or `portable`.
+#[unsafe(no_mangle)]
+pub extern "C" fn customop_cpu_level() -> *const core::ffi::c_char {
+    match crate::cpu::level() {
+        crate::cpu::Level::Avx512 => c"avx512".as_ptr(),
+        crate::cpu::Level::Avx2 => c"avx2".as_ptr(),
+        crate::cpu::Level::Portable => c"portable".as_ptr(),
+    }
 }
 
 /// The layout of descriptor `name`, if an op of this binary takes or returns it.

@@ -6,6 +6,7 @@
 extern crate self as customop;
 
 pub mod c_abi;
+pub mod cpu;
 pub mod descriptor;
 pub mod error;
 mod ffi;

@@ -183,7 +183,7 @@ class Mxfp4AndQuantizers(unittest.TestCase):
 
     def test_matmul_mxfp4_at_the_extreme_scales(self):
         """Scale codes 0 (2^-127, an f32 subnormal, which XLA's threads flush) to 254 and NaN
-        (255), with both paths (M = 1, register tiles where built for AVX2; M = 8): each column
+        (255), at M = 1 and M = 8: each column
         against numpy's f64 product of the dequantized weights. Code 0 gave 0 for 32 ones."""
         for m in (1, 8):
             x = np.ones((m, 64), np.float32)

@@ -11,7 +11,8 @@
 use customop::prelude::*;
 use customop::{F4E2M1FN, F8E8M0FNU, I4, PackedMut, PackedRef, U4, bf16};
 use std::borrow::Cow;
-use tiles::{Scales, block_matmul};
+pub use tiles::ScaleData;
+use tiles::{Codes, Scales, block_matmul};
 
 mod tiles;
 
@@ -25,6 +26,8 @@ pub trait Act: customop::types::Element {
     fn f32s(v: &[Self]) -> Cow<'_, [f32]>;
     /// Runs `f` on an `f32` view of `out` (`out` itself for `f32`), then stores it.
     fn with_f32s(out: &mut [Self], f: impl FnOnce(&mut [f32]));
+    /// The scales as they are (each widened where it is used).
+    fn scales(v: &[Self]) -> ScaleData<'_>;
 }
 
 impl Act for f32 {
@@ -33,6 +36,9 @@ impl Act for f32 {
     }
     fn with_f32s(out: &mut [f32], f: impl FnOnce(&mut [f32])) {
         f(out)
+    }
+    fn scales(v: &[f32]) -> ScaleData<'_> {
+        ScaleData::F32(v)
     }
 }
 
@@ -46,6 +52,9 @@ impl Act for bf16 {
         for (o, w) in out.iter_mut().zip(wide) {
             *o = bf16::from_f32(w);
         }
+    }
+    fn scales(v: &[bf16]) -> ScaleData<'_> {
+        ScaleData::Bf16(v)
     }
 }
 
@@ -95,25 +104,28 @@ pub fn matmul_i4<T: Act>(
     #[out(shape = [x.dim(0), w.dim(1)])] mut y: TensorMut<'_, T, 2>,
 ) -> Result<(), OpError> {
     let shape = product_shape("matmul_i4", x.dims(), w.dims(), scales.dims(), None)?;
-    let (xs, s) = (T::f32s(x.as_slice()), T::f32s(scales.as_slice()));
+    let xs = T::f32s(x.as_slice());
+    let scales = Scales {
+        scales: T::scales(scales.as_slice()),
+        zeros: None,
+    };
     T::with_f32s(y.as_mut_slice(), |out| {
-        block_matmul(
-            &xs,
-            w.bytes(),
-            shape,
-            |b| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)],
-            Scales {
-                coarse: &s,
-                fine: None,
-            },
-            out,
-        );
+        block_matmul(&xs, w.bytes(), shape, &I4_CODES, scales, out)
     });
     Ok(())
 }
 
+/// The value of each `i4` code (two's complement).
+const I4_CODES: Codes = [
+    0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
+];
+/// The value of each `ui4` code.
+const U4_CODES: Codes = [
+    0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+];
+
 /// The value of each `f4E2M1FN` code.
-const F4: [f32; 16] = [
+const F4: Codes = [
     0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
 ];
 
@@ -139,36 +151,15 @@ pub fn matmul_u4_zp<T: Act>(
             scales.dims()
         )));
     }
-    let (m, k, n, group) = shape;
-    let (xs, s, z) = (
-        T::f32s(x.as_slice()),
-        T::f32s(scales.as_slice()),
-        T::f32s(zeros.as_slice()),
-    );
+    let xs = T::f32s(x.as_slice());
+    let (s, z) = (T::f32s(scales.as_slice()), T::f32s(zeros.as_slice()));
     let zs: Vec<f32> = z.iter().zip(s.iter()).map(|(z, s)| z * s).collect();
+    let scales = Scales {
+        scales: T::scales(scales.as_slice()),
+        zeros: Some(&zs),
+    };
     T::with_f32s(y.as_mut_slice(), |out| {
-        block_matmul(
-            &xs,
-            w.bytes(),
-            shape,
-            |b| [f32::from(b & 0xF), f32::from(b >> 4)],
-            Scales {
-                coarse: &s,
-                fine: None,
-            },
-            out,
-        );
-        for (row, o) in out.chunks_exact_mut(n.max(1)).enumerate() {
-            for (g, zrow) in zs.chunks_exact(n.max(1)).enumerate() {
-                let xsum: f32 = xs[row * k + g * group..row * k + (g + 1) * group]
-                    .iter()
-                    .sum();
-                for (o, &zs) in o.iter_mut().zip(zrow) {
-                    *o -= xsum * zs;
-                }
-            }
-        }
-        debug_assert_eq!(out.len(), m * n);
+        block_matmul(&xs, w.bytes(), shape, &U4_CODES, scales, out)
     });
     Ok(())
 }
@@ -226,11 +217,6 @@ pub fn matmul_i4_bwd<T: Act>(
     Ok(())
 }
 
-/// The two `f4E2M1FN` values of a byte, low nibble first.
-fn f4_pair(b: u8) -> [f32; 2] {
-    [F4[usize::from(b & 0xF)], F4[usize::from(b >> 4)]]
-}
-
 /// `y = x · dequant(w)` for MXFP4 weights: `w: [K, N]` in `f4E2M1FN`, `scales: [K / 32, N]` in
 /// `f8E8M0FNU`: `dequant(w)[k, n] = w[k, n] · 2^(scales[k / 32, n] − 127)`.
 #[custom_op(name = "example::matmul_mxfp4")]
@@ -242,31 +228,17 @@ pub fn matmul_mxfp4(
 ) -> Result<(), OpError> {
     let dims = (x.dims(), w.dims(), scales.dims());
     let shape = product_shape("matmul_mxfp4", dims.0, dims.1, dims.2, Some(MX_BLOCK))?;
-    // The scales as f32s, once: 2^-126 and up are normal f32s; 2^-127 (code 0) is a subnormal,
-    // which XLA's threads read as zero (they flush denormals), so a group's sum takes it as
-    // 0.5 then 2^-126, both normal (the product 2^-122 of 32 ones came out 0 before).
-    let codes = scales.as_slice();
-    let coarse: Vec<f32> = codes
-        .iter()
-        .map(|c| match c.to_bits() {
-            0 => f32::MIN_POSITIVE,
-            _ => c.to_f32(),
-        })
-        .collect();
-    let fine: Vec<f32> = codes
-        .iter()
-        .map(|c| if c.to_bits() == 0 { 0.5 } else { 1.0 })
-        .collect();
-    let fine = codes.iter().any(|c| c.to_bits() == 0).then_some(&fine[..]);
+    // The scales as they are: each applied as a power of two where it is used.
+    let scales = Scales {
+        scales: ScaleData::E8m0(scales.as_slice()),
+        zeros: None,
+    };
     block_matmul(
         x.as_slice(),
         w.bytes(),
         shape,
-        f4_pair,
-        Scales {
-            coarse: &coarse,
-            fine,
-        },
+        &F4,
+        scales,
         y.as_mut_slice(),
     );
     Ok(())

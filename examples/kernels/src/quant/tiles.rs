@@ -1,119 +1,171 @@
 //! The product `x · dequant(w)` that every 4-bit kernel of `quant` shares: column blocks over
-//! the pool, the weights unpacked next to their use, never a full-size copy.
+//! the pool, the weights unpacked in registers next to their use (never a full-size copy), on
+//! the best vector instructions of the CPU it runs on (`customop::cpu`), chosen at run time.
+//!
+//! Each 4-bit code is turned into its value by a 16-entry table held in one register (one
+//! permute instruction for 16 codes on AVX-512, two and a blend on AVX2), so one loop serves
+//! `i4`, `ui4` and `f4E2M1FN`. The sums of a group of rows are kept in registers and scaled
+//! once per group.
+
+use customop::cpu::Simd;
+#[cfg(target_arch = "x86_64")]
+use customop::cpu::pulp::{
+    self,
+    x86::{V3, V4},
+};
+use customop::{F8E8M0FNU, bf16};
+use std::ops::Range;
 
 /// Columns of the output computed by one task.
 const BLOCK: usize = 256;
+/// The columns of one micro-tile, its sums' row stride.
+const TILE: usize = 64;
 
-/// The factor each group's sum is scaled by, per group row and column: `coarse`, or where a
-/// scale is an `f32` subnormal (MXFP4's `2^-127`), which XLA's threads read as zero (they
-/// flush denormals), two normal factors: the sum times `fine`, then times `coarse`.
+/// A table of the 16 values of a 4-bit code.
+pub(super) type Codes = [f32; 16];
+
+/// The scales of a product, `[k / group, n]`, as given; each is widened where it is used.
+#[derive(Clone, Copy, Debug)]
+pub enum ScaleData<'a> {
+    /// `f32` scales.
+    F32(&'a [f32]),
+    /// `bf16` scales.
+    Bf16(&'a [bf16]),
+    /// MXFP4's `f8E8M0FNU` scales, powers of two.
+    E8m0(&'a [F8E8M0FNU]),
+}
+
+/// What each group's sums are scaled by, per group row and column: `sum · scale − xsum · zs`.
+/// `zeros` are the zero points times the scales, subtracted times the group's sum of `x`.
 #[derive(Clone, Copy)]
 pub(super) struct Scales<'a> {
-    /// The scales, or their normal part.
-    pub coarse: &'a [f32],
-    /// What the sum is multiplied by first, where some scale needs it.
-    pub fine: Option<&'a [f32]>,
+    /// The scales.
+    pub scales: ScaleData<'a>,
+    /// Zero points times scales, `[k / group, n]`.
+    pub zeros: Option<&'a [f32]>,
 }
 
 impl Scales<'_> {
-    /// `t += a · scale` for each column of `range` (`a` the group sums).
+    /// `t[c] += a[c] · scale − xsum · zs` for the columns `range` (`a` a group's sums).
     #[inline(always)]
-    fn add(&self, range: core::ops::Range<usize>, a: &[f32], t: &mut [f32]) {
-        let s = &self.coarse[range.clone()];
-        match self.fine {
-            None => {
-                for ((t, &a), &s) in t.iter_mut().zip(a).zip(s) {
+    fn add(&self, range: Range<usize>, a: &[f32], xsum: f32, t: &mut [f32]) {
+        match self.scales {
+            ScaleData::F32(s) => {
+                for ((t, &a), &s) in t.iter_mut().zip(a).zip(&s[range.clone()]) {
                     *t += a * s;
                 }
             }
-            Some(fine) => {
-                for (((t, &a), &s), &f) in t.iter_mut().zip(a).zip(s).zip(&fine[range]) {
-                    *t += (a * f) * s;
+            ScaleData::Bf16(s) => {
+                for ((t, &a), s) in t.iter_mut().zip(a).zip(&s[range.clone()]) {
+                    *t += a * s.to_f32();
                 }
+            }
+            ScaleData::E8m0(s) => {
+                for ((t, &a), s) in t.iter_mut().zip(a).zip(&s[range.clone()]) {
+                    *t += e8m0_times(s.to_bits(), a);
+                }
+            }
+        }
+        if let Some(zs) = self.zeros {
+            for (t, &z) in t.iter_mut().zip(&zs[range]) {
+                *t -= xsum * z;
             }
         }
     }
 }
-/// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte (`w`),
-/// `pair(byte)` their two values (low nibble first), and `scales: [k / group, n]`; written
-/// into `out: [m, n]`.
-///
-/// For a few rows of `x` (decoding a token or four) built for a CPU with AVX2 (`-C
-/// target-cpu=native` on most x86-64 machines of the last ten years), a tile is summed in
-/// registers ([`register_tile`]); otherwise (more rows, or baseline x86-64, whose SSE2 has no
-/// vector conversion from bytes) a row of the block is unpacked once into a buffer and then used
-/// for every row of `x`.
+
+/// `a · 2^(code − 127)`, NaN for code 255. `2^-127` (code 0) is an `f32` subnormal, which XLA's
+/// threads read as zero (they flush denormals): it is applied as two normal factors, 0.5 then
+/// `2^-126` (32 ones times it gave 0 before, not `2^-122`).
+#[inline(always)]
+fn e8m0_times(code: u8, a: f32) -> f32 {
+    match code {
+        0 => (a * 0.5) * f32::MIN_POSITIVE,
+        255 => f32::NAN,
+        c => a * f32::from_bits(u32::from(c) << 23),
+    }
+}
+
+/// `x · dequant(w)` for `x: [m, k]` (row-major), weights `[k, n]` packed two a byte along `n`
+/// (`w`, low nibble first), `codes` the value of each 4-bit code, and `scales: [k / group, n]`;
+/// written into `out: [m, n]`, on the vector instructions `customop::cpu::simd()` gives.
 pub(super) fn block_matmul(
     xs: &[f32],
     w: &[u8],
-    (m, k, n, group): (usize, usize, usize, usize),
-    pair: impl Fn(u8) -> [f32; 2] + Sync,
+    shape: (usize, usize, usize, usize),
+    codes: &Codes,
     scales: Scales<'_>,
     out: &mut [f32],
 ) {
-    let registers = cfg!(target_feature = "avx2") && m <= ROWS;
-    product(xs, w, (m, k, n, group), pair, scales, out, registers);
+    product(customop::cpu::simd(), xs, w, shape, codes, scales, out);
 }
 
-/// `block_matmul`, the path chosen by the caller (`registers`: [`register_tile`]).
-fn product(
+/// What every task of one product shares.
+#[derive(Clone, Copy)]
+struct Problem<'a> {
+    xs: &'a [f32],
+    w: &'a [u8],
+    m: usize,
+    k: usize,
+    n: usize,
+    codes: &'a Codes,
+}
+
+/// `block_matmul` on the path of `simd`.
+pub(super) fn product(
+    simd: Simd,
     xs: &[f32],
     w: &[u8],
     (m, k, n, group): (usize, usize, usize, usize),
-    pair: impl Fn(u8) -> [f32; 2] + Sync,
+    codes: &Codes,
     scales: Scales<'_>,
     out: &mut [f32],
-    registers: bool,
 ) {
     if m == 0 || n == 0 {
         return; // an empty product: nothing to write
     }
+    let p = Problem {
+        xs,
+        w,
+        m,
+        k,
+        n,
+        codes,
+    };
+    // Each row's sum over each group of `x`, for the zero points.
+    let xsums: Vec<f32> = match scales.zeros {
+        Some(_) => xs
+            .chunks_exact(k.max(1))
+            .flat_map(|row| row.chunks_exact(group.max(1)).map(|g| g.iter().sum()))
+            .collect(),
+        None => Vec::new(),
+    };
     let blocks = n.div_ceil(BLOCK);
     // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
     let mut tiles = vec![0.0f32; blocks * m * BLOCK];
     customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
         let n0 = b * BLOCK;
         let width = BLOCK.min(n - n0);
-        if registers {
-            let block = Block {
-                xs,
-                w,
-                k,
-                n,
-                group,
-                n0,
-                width,
-            };
-            for g in 0..k / group {
-                for c in (0..width / 2).step_by(CHUNK) {
-                    for r0 in (0..m).step_by(ROWS) {
-                        register_tile(&block, (g, c, r0), &pair, scales, tile);
-                    }
+        let mut sums = vec![0.0f32; m * TILE];
+        let groups = k / group;
+        for g in 0..groups {
+            let ks = g * group..(g + 1) * group;
+            let mut c0 = 0;
+            while c0 < width {
+                // Whole tiles on the vector path; the last columns of an odd width portably.
+                let (cols, done) = tile_sums(simd, &p, ks.clone(), n0 + c0, width - c0, &mut sums);
+                for r in 0..m {
+                    let start = g * n + n0 + c0;
+                    let xsum = xsums.get(r * groups + g).copied().unwrap_or(0.0);
+                    scales.add(
+                        start..start + cols,
+                        &sums[r * TILE..r * TILE + cols],
+                        xsum,
+                        &mut tile[r * BLOCK + c0..r * BLOCK + c0 + cols],
+                    );
                 }
-            }
-            return;
-        }
-        let mut q = [0.0f32; BLOCK];
-        let mut acc = vec![0.0f32; m * BLOCK];
-        for g in 0..k / group {
-            acc.fill(0.0);
-            for kk in g * group..(g + 1) * group {
-                let start = (kk * n + n0) / 2;
-                for (j, &byte) in w[start..start + width / 2].iter().enumerate() {
-                    let [lo, hi] = pair(byte);
-                    q[2 * j] = lo;
-                    q[2 * j + 1] = hi;
-                }
-                for (row, a) in acc.chunks_exact_mut(BLOCK).enumerate() {
-                    let xv = xs[row * k + kk];
-                    for (a, &q) in a[..width].iter_mut().zip(&q[..width]) {
-                        *a += xv * q;
-                    }
-                }
-            }
-            let range = g * n + n0..g * n + n0 + width;
-            for (t, a) in tile.chunks_exact_mut(BLOCK).zip(acc.chunks_exact(BLOCK)) {
-                scales.add(range.clone(), &a[..width], &mut t[..width]);
+                debug_assert_eq!(cols, done);
+                c0 += cols;
             }
         }
     });
@@ -126,125 +178,371 @@ fn product(
     }
 }
 
-/// The bytes of a weight row one register tile takes (two columns each).
-const CHUNK: usize = 16;
-/// The rows of `x` one register tile takes.
-const ROWS: usize = 4;
-
-/// What every tile of one column block shares: `x: [m, k]`, the packed weights `[k, n]`, the
-/// group size, and the block's first column and width.
-struct Block<'a> {
-    xs: &'a [f32],
-    w: &'a [u8],
-    k: usize,
-    n: usize,
-    group: usize,
-    n0: usize,
-    width: usize,
+/// The sums over the rows `ks` of every row of `x` with the columns from `c0` (at most
+/// `left` of them, `TILE` at most), into `sums` (`[m, TILE]`); returns how many columns it took
+/// (twice).
+fn tile_sums(
+    simd: Simd,
+    p: &Problem<'_>,
+    ks: Range<usize>,
+    c0: usize,
+    left: usize,
+    sums: &mut [f32],
+) -> (usize, usize) {
+    if left >= TILE {
+        match simd {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512(v4) => {
+                v4.vectorize(avx512::Tile {
+                    simd: v4,
+                    p,
+                    ks,
+                    c0,
+                    sums,
+                });
+                return (TILE, TILE);
+            }
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2(v3) => {
+                v3.vectorize(avx2::Tile {
+                    simd: v3,
+                    p,
+                    ks,
+                    c0,
+                    sums,
+                });
+                return (TILE, TILE);
+            }
+            Simd::Portable => {}
+        }
+    }
+    let cols = TILE.min(left);
+    portable_sums(p, ks, c0, cols, sums);
+    (cols, cols)
 }
 
-/// Adds to `tile` (`[m, BLOCK]`, the block's columns) the products of rows `r0..r0 + ROWS` of
-/// `x` with the `2 · CHUNK` columns from byte `c` of the block, over the rows of group `g`,
-/// scaled: the sums stay in registers for the whole group (`ROWS × 2 × CHUNK` f32s), each
-/// weight byte is unpacked once, the even and the odd columns apart.
-#[inline(always)]
-fn register_tile(
-    b: &Block<'_>,
-    (g, c, r0): (usize, usize, usize),
-    pair: &impl Fn(u8) -> [f32; 2],
-    scales: Scales<'_>,
-    tile: &mut [f32],
-) {
-    let rows = ROWS.min(b.xs.len() / b.k - r0);
-    let bytes = CHUNK.min(b.width / 2 - c);
-    let mut acc = [[[0.0f32; CHUNK]; 2]; ROWS];
-    for kk in g * b.group..(g + 1) * b.group {
-        let start = (kk * b.n + b.n0) / 2 + c;
-        let mut q = [0u8; CHUNK];
-        let row = match <&[u8; CHUNK]>::try_from(&b.w[start..start + bytes]) {
-            Ok(full) => full,
-            Err(_) => {
-                q[..bytes].copy_from_slice(&b.w[start..start + bytes]);
-                &q
+/// `tile_sums` in plain Rust, for any number of columns (even, `TILE` at most): each weight row
+/// unpacked once into a buffer, then used for every row of `x`.
+fn portable_sums(p: &Problem<'_>, ks: Range<usize>, c0: usize, cols: usize, sums: &mut [f32]) {
+    let mut q = [0.0f32; TILE];
+    for s in sums.chunks_exact_mut(TILE) {
+        s[..cols].fill(0.0);
+    }
+    for kk in ks {
+        let start = (kk * p.n + c0) / 2;
+        for (j, &byte) in p.w[start..start + cols / 2].iter().enumerate() {
+            q[2 * j] = p.codes[usize::from(byte & 0xF)];
+            q[2 * j + 1] = p.codes[usize::from(byte >> 4)];
+        }
+        for (row, s) in sums.chunks_exact_mut(TILE).enumerate() {
+            let xv = p.xs[row * p.k + kk];
+            for (s, &q) in s[..cols].iter_mut().zip(&q[..cols]) {
+                *s += xv * q;
             }
+        }
+    }
+}
+
+/// How many weight rows ahead the micro-kernels ask for.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH: usize = 16;
+/// Rows of `x` one AVX-512 micro-kernel call takes (24 of the 32 registers hold sums).
+#[cfg(target_arch = "x86_64")]
+const ROWS_V4: usize = 6;
+/// Rows of `x` one AVX2 micro-kernel call takes (12 of the 16 registers hold sums).
+#[cfg(target_arch = "x86_64")]
+const ROWS_V3: usize = 3;
+
+/// The AVX-512 micro-kernel: 64 columns (32 bytes of a weight row) by up to 6 rows of `x`.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{PREFETCH, Problem, ROWS_V4, TILE, V4, pulp};
+    use core::arch::x86_64::{__m256i, __m512, __m512i};
+    use std::ops::Range;
+
+    /// One call: every row of `x` with the 64 columns from `c0`, over the rows `ks`; run by
+    /// `V4::vectorize`, which compiles it (inlined) for AVX-512.
+    pub(super) struct Tile<'a, 'p> {
+        pub simd: V4,
+        pub p: &'a Problem<'p>,
+        pub ks: Range<usize>,
+        pub c0: usize,
+        pub sums: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for Tile<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            for r0 in (0..self.p.m).step_by(ROWS_V4) {
+                sums(self.simd, self.p, self.ks.clone(), self.c0, r0, self.sums);
+            }
+        }
+    }
+
+    /// Rows `r0..` (at most 6) of `sums` for the 64 columns from `c0` over the rows `ks`.
+    #[inline(always)]
+    pub(super) fn sums(
+        simd: V4,
+        p: &Problem<'_>,
+        ks: Range<usize>,
+        c0: usize,
+        r0: usize,
+        sums: &mut [f32],
+    ) {
+        match (p.m - r0).min(ROWS_V4) {
+            1 => rows::<1>(simd, p, ks, c0, r0, sums),
+            2 => rows::<2>(simd, p, ks, c0, r0, sums),
+            3 => rows::<3>(simd, p, ks, c0, r0, sums),
+            4 => rows::<4>(simd, p, ks, c0, r0, sums),
+            5 => rows::<5>(simd, p, ks, c0, r0, sums),
+            _ => rows::<6>(simd, p, ks, c0, r0, sums),
+        }
+    }
+
+    #[inline(always)]
+    fn rows<const R: usize>(
+        simd: V4,
+        p: &Problem<'_>,
+        ks: Range<usize>,
+        c0: usize,
+        r0: usize,
+        sums: &mut [f32],
+    ) {
+        let f = simd.avx512f;
+        let table: __m512 = pulp::cast(*p.codes);
+        let mut acc: [[__m512; 4]; R] = [[f._mm512_setzero_ps(); 4]; R];
+        let x: [&[f32]; R] =
+            core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
+        let row_bytes = p.n / 2;
+        for (i, kk) in ks.enumerate() {
+            let start = kk * row_bytes + c0 / 2;
+            // The rows are `row_bytes` apart, too far for the hardware to see a stream: ask
+            // for the row PREFETCH rows ahead (a hint; an address past the end is not read).
+            let ahead = p.w.as_ptr().wrapping_add(start + PREFETCH * row_bytes);
+            simd.sse
+                ._mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(ahead.cast());
+            let Ok(bytes) = <[u8; 32]>::try_from(&p.w[start..start + 32]) else {
+                continue; // 32 bytes: a slice of 32 always converts
+            };
+            // 16 lanes of 32 bits, each two bytes: the codes of columns 4l .. 4l + 3, lowest
+            // first; the permute reads a lane's low 4 bits.
+            let d: __m512i = f._mm512_cvtepu16_epi32(pulp::cast::<[u8; 32], __m256i>(bytes));
+            let q = [
+                f._mm512_permutexvar_ps(d, table),
+                f._mm512_permutexvar_ps(f._mm512_srli_epi32::<4>(d), table),
+                f._mm512_permutexvar_ps(f._mm512_srli_epi32::<8>(d), table),
+                f._mm512_permutexvar_ps(f._mm512_srli_epi32::<12>(d), table),
+            ];
+            for r in 0..R {
+                let xv = f._mm512_set1_ps(x[r][i]);
+                for j in 0..4 {
+                    acc[r][j] = f._mm512_fmadd_ps(q[j], xv, acc[r][j]);
+                }
+            }
+        }
+        // acc[r][j] lane l is column 4l + j: a 4 × 4 transpose in each 128-bit quarter gives
+        // t[i] whose quarter q holds columns 16q + 4i .. 16q + 4i + 3.
+        for (r, acc) in acc.iter().enumerate() {
+            let out = &mut sums[(r0 + r) * TILE..(r0 + r + 1) * TILE];
+            let (lo, hi) = (
+                [
+                    f._mm512_unpacklo_ps(acc[0], acc[1]),
+                    f._mm512_unpacklo_ps(acc[2], acc[3]),
+                ],
+                [
+                    f._mm512_unpackhi_ps(acc[0], acc[1]),
+                    f._mm512_unpackhi_ps(acc[2], acc[3]),
+                ],
+            );
+            let pairs = |a: __m512, b: __m512| {
+                let (a, b) = (f._mm512_castps_pd(a), f._mm512_castps_pd(b));
+                [
+                    f._mm512_castpd_ps(f._mm512_unpacklo_pd(a, b)),
+                    f._mm512_castpd_ps(f._mm512_unpackhi_pd(a, b)),
+                ]
+            };
+            let ([t0, t1], [t2, t3]) = (pairs(lo[0], lo[1]), pairs(hi[0], hi[1]));
+            for (i, t) in [t0, t1, t2, t3].into_iter().enumerate() {
+                let quarters: [[f32; 4]; 4] = pulp::cast(t);
+                for (q, v) in quarters.into_iter().enumerate() {
+                    out[16 * q + 4 * i..16 * q + 4 * i + 4].copy_from_slice(&v);
+                }
+            }
+        }
+    }
+}
+
+/// The AVX2 micro-kernel: 32 columns (16 bytes of a weight row) by up to 3 rows of `x`.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Problem, ROWS_V3, TILE, V3, pulp};
+    use core::arch::x86_64::{__m128i, __m256, __m256i};
+    use std::ops::Range;
+
+    /// One call: every row of `x` with the 64 columns from `c0` (two halves of 32), over the
+    /// rows `ks`; run by `V3::vectorize`, which compiles it (inlined) for AVX2.
+    pub(super) struct Tile<'a, 'p> {
+        pub simd: V3,
+        pub p: &'a Problem<'p>,
+        pub ks: Range<usize>,
+        pub c0: usize,
+        pub sums: &'a mut [f32],
+    }
+
+    impl pulp::NullaryFnOnce for Tile<'_, '_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            for half in [0, TILE / 2] {
+                for r0 in (0..self.p.m).step_by(ROWS_V3) {
+                    sums(
+                        self.simd,
+                        self.p,
+                        self.ks.clone(),
+                        self.c0,
+                        half,
+                        r0,
+                        self.sums,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Rows `r0..` (at most 3) of `sums` for the 32 columns from `c0 + half` over `ks`.
+    #[inline(always)]
+    pub(super) fn sums(
+        simd: V3,
+        p: &Problem<'_>,
+        ks: Range<usize>,
+        c0: usize,
+        half: usize,
+        r0: usize,
+        sums: &mut [f32],
+    ) {
+        match (p.m - r0).min(ROWS_V3) {
+            1 => rows::<1>(simd, p, ks, c0, half, r0, sums),
+            2 => rows::<2>(simd, p, ks, c0, half, r0, sums),
+            _ => rows::<3>(simd, p, ks, c0, half, r0, sums),
+        }
+    }
+
+    #[inline(always)]
+    fn rows<const R: usize>(
+        simd: V3,
+        p: &Problem<'_>,
+        ks: Range<usize>,
+        c0: usize,
+        half: usize,
+        r0: usize,
+        sums: &mut [f32],
+    ) {
+        let (a, a2, fma) = (simd.avx, simd.avx2, simd.fma);
+        let lo: __m256 = pulp::cast::<[f32; 8], _>(p.codes[..8].try_into().unwrap_or([0.0; 8]));
+        let hi: __m256 = pulp::cast::<[f32; 8], _>(p.codes[8..].try_into().unwrap_or([0.0; 8]));
+        // The value of the code in each lane's low 4 bits: bit 3 picks the table's half.
+        let lookup = |d: __m256i| {
+            let pick = a._mm256_castsi256_ps(a2._mm256_slli_epi32::<28>(d));
+            a._mm256_blendv_ps(
+                a2._mm256_permutevar8x32_ps(lo, d),
+                a2._mm256_permutevar8x32_ps(hi, d),
+                pick,
+            )
         };
-        let (mut lo, mut hi) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
-        for j in 0..CHUNK {
-            [lo[j], hi[j]] = pair(row[j]);
-        }
-        for (r, a) in acc.iter_mut().enumerate().take(rows) {
-            let xv = b.xs[(r0 + r) * b.k + kk];
-            for j in 0..CHUNK {
-                a[0][j] = mul_add(lo[j], xv, a[0][j]);
-                a[1][j] = mul_add(hi[j], xv, a[1][j]);
+        let mut acc: [[__m256; 4]; R] = [[a._mm256_setzero_ps(); 4]; R];
+        let x: [&[f32]; R] =
+            core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
+        let row_bytes = p.n / 2;
+        for (i, kk) in ks.enumerate() {
+            let start = kk * row_bytes + (c0 + half) / 2;
+            let Ok(bytes) = <[u8; 16]>::try_from(&p.w[start..start + 16]) else {
+                continue; // 16 bytes: a slice of 16 always converts
+            };
+            let d: __m256i = a2._mm256_cvtepu16_epi32(pulp::cast::<[u8; 16], __m128i>(bytes));
+            let q = [
+                lookup(d),
+                lookup(a2._mm256_srli_epi32::<4>(d)),
+                lookup(a2._mm256_srli_epi32::<8>(d)),
+                lookup(a2._mm256_srli_epi32::<12>(d)),
+            ];
+            for r in 0..R {
+                let xv = a._mm256_set1_ps(x[r][i]);
+                for j in 0..4 {
+                    acc[r][j] = fma._mm256_fmadd_ps(q[j], xv, acc[r][j]);
+                }
             }
         }
-    }
-    let start = g * b.n + b.n0 + 2 * c;
-    for (r, a) in acc.iter().enumerate().take(rows) {
-        let t = &mut tile[(r0 + r) * BLOCK + 2 * c..][..2 * bytes];
-        // The even and odd columns' sums back in column order.
-        let mut sums = [0.0f32; 2 * CHUNK];
-        for j in 0..bytes {
-            sums[2 * j] = a[0][j];
-            sums[2 * j + 1] = a[1][j];
+        for (r, acc) in acc.iter().enumerate() {
+            let out = &mut sums[(r0 + r) * TILE + half..(r0 + r) * TILE + half + TILE / 2];
+            for (j, v) in acc.iter().enumerate() {
+                let lanes: [f32; 8] = pulp::cast(*v);
+                for (l, v) in lanes.into_iter().enumerate() {
+                    out[4 * l + j] = v;
+                }
+            }
         }
-        scales.add(start..start + 2 * bytes, &sums[..2 * bytes], t);
-    }
-}
-
-/// `a · b + c`, fused where the CPU the code is built for has FMA (without it, `f32::mul_add`
-/// would be a call into libm).
-#[inline(always)]
-fn mul_add(a: f32, b: f32, c: f32) -> f32 {
-    if cfg!(target_feature = "fma") {
-        a.mul_add(b, c)
-    } else {
-        a * b + c
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, Scales, product};
+    use super::{BLOCK, Codes, ScaleData, Scales, product};
+    use customop::cpu::{Level, simd_at};
 
-    /// Both paths against the plain triple loop, on shapes with partial blocks and partial
-    /// register tiles (`n` not a multiple of `2 · CHUNK` nor of `BLOCK`), 1 to 5 rows.
+    /// Every path this CPU has against the plain triple loop, on shapes with partial blocks and
+    /// partial tiles (`n` not a multiple of 64 nor of `BLOCK`), 1 to 13 rows (more than one
+    /// micro-kernel call of each path), with and without zero points.
     #[test]
-    fn both_paths_equal_the_plain_loops() {
-        let pair = |b: u8| [f32::from(((b << 4) as i8) >> 4), f32::from((b as i8) >> 4)];
+    fn every_path_equals_the_plain_loops() {
+        let codes: Codes = core::array::from_fn(|i| ((i as i32 + 8) % 16 - 8) as f32);
+        let mut ran = 0;
         for (m, k, n, group) in [
             (1, 8, 2, 4),
             (3, 16, 40, 8),
-            (4, 32, BLOCK + 38, 16),
+            (4, 32, BLOCK + 70, 16),
             (5, 8, 6, 8),
+            (7, 12, 128, 4),
+            (13, 8, 192, 8),
         ] {
             let xs: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
             let w: Vec<u8> = (0..k * n / 2).map(|i| (i * 37 % 256) as u8).collect();
             let scales: Vec<f32> = (0..k / group * n)
                 .map(|i| 0.25 * (1 + i % 3) as f32)
                 .collect();
-            let mut want = vec![0.0f32; m * n];
-            for r in 0..m {
-                for c in 0..n {
-                    want[r * n + c] = (0..k)
-                        .map(|kk| {
-                            let q = pair(w[(kk * n + c) / 2])[c % 2];
-                            xs[r * k + kk] * q * scales[(kk / group) * n + c]
-                        })
-                        .sum();
+            let zs: Vec<f32> = (0..k / group * n).map(|i| (i % 5) as f32).collect();
+            for zeros in [None, Some(&zs[..])] {
+                let mut want = vec![0.0f32; m * n];
+                for r in 0..m {
+                    for c in 0..n {
+                        want[r * n + c] = (0..k)
+                            .map(|kk| {
+                                let b = w[(kk * n + c) / 2];
+                                let q =
+                                    codes[usize::from(if c % 2 == 0 { b & 15 } else { b >> 4 })];
+                                let g = (kk / group) * n + c;
+                                let z = zeros.map_or(0.0, |z| z[g]);
+                                xs[r * k + kk] * (q * scales[g] - z)
+                            })
+                            .sum();
+                    }
+                }
+                for level in Level::ALL {
+                    let Some(simd) = simd_at(level) else { continue };
+                    let mut got = vec![f32::NAN; m * n];
+                    let s = Scales {
+                        scales: ScaleData::F32(&scales),
+                        zeros,
+                    };
+                    product(simd, &xs, &w, (m, k, n, group), &codes, s, &mut got);
+                    // Integers and quarter scales: every sum is exact in f32, in any order.
+                    assert_eq!(got, want, "m {m} n {n} {level:?} zeros {}", zeros.is_some());
+                    ran += 1;
                 }
             }
-            for registers in [false, true] {
-                let mut got = vec![f32::NAN; m * n];
-                let scales = Scales {
-                    coarse: &scales,
-                    fine: None,
-                };
-                product(&xs, &w, (m, k, n, group), pair, scales, &mut got, registers);
-                // Integers and quarter scales: every sum is exact in f32, in any order.
-                assert_eq!(got, want, "m {m} n {n} registers {registers}");
-            }
         }
+        assert!(ran >= 12);
     }
 }
