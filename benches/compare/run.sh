@@ -16,8 +16,9 @@
 #    and the newest: torch_autograd.py;
 #  --in-place: a donated #[inout] update of a 256 MB tensor against the same not donated, and
 #    jnp's own in-place update: in_place.py;
-#  --int4: an i4 weight-only matmul against jnp's dequantize-then-dot and torch's int4 kernel:
-#    int4.py;
+#  --int4: 4-bit weight-only matmuls against jnp's dequantize-then-dot and torch's int4 kernel,
+#    the default build at each dispatch level and a target-cpu=native build, with the memory
+#    read rate and a summary: int4.py;
 #  --dtensor: a sequence-parallel training step on DTensors, 2 processes, partitioned ops
 #    against the replicated fallback, on torch 2.9 and the newest: dtensor.py)
 # torch_xla's side runs in the set-up's venv (torch 2.9.0 + torch_xla 2.9.0 with jax; or
@@ -120,12 +121,18 @@ case "${1:-}" in
         -p customop-example-kernels --target-dir target/kernels-native
       libs+=("$PWD/target/kernels-native/release/libcustomop_example_kernels.so")
     fi
+    # Each run measures every dispatch level below the CPU's best too (CUSTOMOP_CPU), and
+    # leaves its figures here for the summary.
+    CUSTOMOP_INT4_SUMMARY=$(mktemp -d)
+    export CUSTOMOP_INT4_SUMMARY
+    trap 'rm -rf "$CUSTOMOP_INT4_SUMMARY"' EXIT
     for lib in "${libs[@]}"; do
       "$VENVS/xla-venv/bin/python" benches/compare/int4.py jax "$lib"
     done
     for lib in "${libs[@]}"; do
       "$VENVS/torch-venv/bin/python" benches/compare/int4.py torch "$lib"
     done
+    "$VENVS/xla-venv/bin/python" benches/compare/int4.py summary "$CUSTOMOP_INT4_SUMMARY"
     exit 0
     ;;
   --parallel)

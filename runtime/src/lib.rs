@@ -117,6 +117,9 @@ mod book {
     #[doc = include_str!("../../book/src/many-cores.md")]
     struct ManyCores;
 
+    #[doc = include_str!("../../book/src/fast-kernels.md")]
+    struct FastKernels;
+
     #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
     struct WrappingCKernels;
 

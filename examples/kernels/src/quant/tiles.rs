@@ -8,6 +8,7 @@
 //! once per group.
 
 use customop::cpu::Simd;
+use customop::cpu::pulp::NullaryFnOnce;
 #[cfg(target_arch = "x86_64")]
 use customop::cpu::pulp::{
     self,
@@ -108,6 +109,7 @@ struct Problem<'a> {
     m: usize,
     k: usize,
     n: usize,
+    group: usize,
     codes: &'a Codes,
 }
 
@@ -130,6 +132,7 @@ pub(super) fn product(
         m,
         k,
         n,
+        group,
         codes,
     };
     // Each row's sum over each group of `x`, for the zero points.
@@ -144,29 +147,21 @@ pub(super) fn product(
     // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
     let mut tiles = vec![0.0f32; blocks * m * BLOCK];
     customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
-        let n0 = b * BLOCK;
-        let width = BLOCK.min(n - n0);
-        let mut sums = vec![0.0f32; m * TILE];
-        let groups = k / group;
-        for g in 0..groups {
-            let ks = g * group..(g + 1) * group;
-            let mut c0 = 0;
-            while c0 < width {
-                // Whole tiles on the vector path; the last columns of an odd width portably.
-                let (cols, done) = tile_sums(simd, &p, ks.clone(), n0 + c0, width - c0, &mut sums);
-                for r in 0..m {
-                    let start = g * n + n0 + c0;
-                    let xsum = xsums.get(r * groups + g).copied().unwrap_or(0.0);
-                    scales.add(
-                        start..start + cols,
-                        &sums[r * TILE..r * TILE + cols],
-                        xsum,
-                        &mut tile[r * BLOCK + c0..r * BLOCK + c0 + cols],
-                    );
-                }
-                debug_assert_eq!(cols, done);
-                c0 += cols;
-            }
+        let job = BlockJob {
+            simd,
+            p: &p,
+            scales,
+            xsums: &xsums,
+            b,
+            tile,
+        };
+        // The whole block, scaling included, compiled for the level that runs it.
+        match simd {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512(v4) => v4.vectorize(job),
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2(v3) => v3.vectorize(job),
+            Simd::Portable => job.call(),
         }
     });
     for (b, tile) in tiles.chunks_exact(m * BLOCK).enumerate() {
@@ -178,9 +173,51 @@ pub(super) fn product(
     }
 }
 
+/// One column block of the product: its `[m, BLOCK]` tile, every group's sums scaled into it.
+struct BlockJob<'a, 'p> {
+    simd: Simd,
+    p: &'a Problem<'p>,
+    scales: Scales<'a>,
+    xsums: &'a [f32],
+    b: usize,
+    tile: &'a mut [f32],
+}
+
+impl NullaryFnOnce for BlockJob<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let (p, tile) = (self.p, self.tile);
+        let n0 = self.b * BLOCK;
+        let width = BLOCK.min(p.n - n0);
+        let mut sums = vec![0.0f32; p.m * TILE];
+        let groups = p.k / p.group;
+        for g in 0..groups {
+            let ks = g * p.group..(g + 1) * p.group;
+            let mut c0 = 0;
+            while c0 < width {
+                // Whole tiles on the vector path; the last columns of an odd width portably.
+                let cols = tile_sums(self.simd, p, ks.clone(), n0 + c0, width - c0, &mut sums);
+                let start = g * p.n + n0 + c0;
+                for r in 0..p.m {
+                    let xsum = self.xsums.get(r * groups + g).copied().unwrap_or(0.0);
+                    self.scales.add(
+                        start..start + cols,
+                        &sums[r * TILE..r * TILE + cols],
+                        xsum,
+                        &mut tile[r * BLOCK + c0..r * BLOCK + c0 + cols],
+                    );
+                }
+                c0 += cols;
+            }
+        }
+    }
+}
+
 /// The sums over the rows `ks` of every row of `x` with the columns from `c0` (at most
-/// `left` of them, `TILE` at most), into `sums` (`[m, TILE]`); returns how many columns it took
-/// (twice).
+/// `left` of them, `TILE` at most), into `sums` (`[m, TILE]`); returns how many columns it took.
+#[inline(always)]
 fn tile_sums(
     simd: Simd,
     p: &Problem<'_>,
@@ -188,41 +225,36 @@ fn tile_sums(
     c0: usize,
     left: usize,
     sums: &mut [f32],
-) -> (usize, usize) {
+) -> usize {
     if left >= TILE {
         match simd {
             #[cfg(target_arch = "x86_64")]
             Simd::Avx512(v4) => {
-                v4.vectorize(avx512::Tile {
-                    simd: v4,
-                    p,
-                    ks,
-                    c0,
-                    sums,
-                });
-                return (TILE, TILE);
+                for r0 in (0..p.m).step_by(ROWS_V4) {
+                    avx512::sums(v4, p, ks.clone(), c0, r0, sums);
+                }
+                return TILE;
             }
             #[cfg(target_arch = "x86_64")]
             Simd::Avx2(v3) => {
-                v3.vectorize(avx2::Tile {
-                    simd: v3,
-                    p,
-                    ks,
-                    c0,
-                    sums,
-                });
-                return (TILE, TILE);
+                for half in [0, TILE / 2] {
+                    for r0 in (0..p.m).step_by(ROWS_V3) {
+                        avx2::sums(v3, p, ks.clone(), c0, half, r0, sums);
+                    }
+                }
+                return TILE;
             }
             Simd::Portable => {}
         }
     }
     let cols = TILE.min(left);
     portable_sums(p, ks, c0, cols, sums);
-    (cols, cols)
+    cols
 }
 
 /// `tile_sums` in plain Rust, for any number of columns (even, `TILE` at most): each weight row
 /// unpacked once into a buffer, then used for every row of `x`.
+#[inline(always)]
 fn portable_sums(p: &Problem<'_>, ks: Range<usize>, c0: usize, cols: usize, sums: &mut [f32]) {
     let mut q = [0.0f32; TILE];
     for s in sums.chunks_exact_mut(TILE) {
@@ -259,27 +291,6 @@ mod avx512 {
     use super::{PREFETCH, Problem, ROWS_V4, TILE, V4, pulp};
     use core::arch::x86_64::{__m256i, __m512, __m512i};
     use std::ops::Range;
-
-    /// One call: every row of `x` with the 64 columns from `c0`, over the rows `ks`; run by
-    /// `V4::vectorize`, which compiles it (inlined) for AVX-512.
-    pub(super) struct Tile<'a, 'p> {
-        pub simd: V4,
-        pub p: &'a Problem<'p>,
-        pub ks: Range<usize>,
-        pub c0: usize,
-        pub sums: &'a mut [f32],
-    }
-
-    impl pulp::NullaryFnOnce for Tile<'_, '_> {
-        type Output = ();
-
-        #[inline(always)]
-        fn call(self) {
-            for r0 in (0..self.p.m).step_by(ROWS_V4) {
-                sums(self.simd, self.p, self.ks.clone(), self.c0, r0, self.sums);
-            }
-        }
-    }
 
     /// Rows `r0..` (at most 6) of `sums` for the 64 columns from `c0` over the rows `ks`.
     #[inline(always)]
@@ -380,37 +391,6 @@ mod avx2 {
     use super::{Problem, ROWS_V3, TILE, V3, pulp};
     use core::arch::x86_64::{__m128i, __m256, __m256i};
     use std::ops::Range;
-
-    /// One call: every row of `x` with the 64 columns from `c0` (two halves of 32), over the
-    /// rows `ks`; run by `V3::vectorize`, which compiles it (inlined) for AVX2.
-    pub(super) struct Tile<'a, 'p> {
-        pub simd: V3,
-        pub p: &'a Problem<'p>,
-        pub ks: Range<usize>,
-        pub c0: usize,
-        pub sums: &'a mut [f32],
-    }
-
-    impl pulp::NullaryFnOnce for Tile<'_, '_> {
-        type Output = ();
-
-        #[inline(always)]
-        fn call(self) {
-            for half in [0, TILE / 2] {
-                for r0 in (0..self.p.m).step_by(ROWS_V3) {
-                    sums(
-                        self.simd,
-                        self.p,
-                        self.ks.clone(),
-                        self.c0,
-                        half,
-                        r0,
-                        self.sums,
-                    );
-                }
-            }
-        }
-    }
 
     /// Rows `r0..` (at most 3) of `sums` for the 32 columns from `c0 + half` over `ks`.
     #[inline(always)]
