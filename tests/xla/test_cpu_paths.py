@@ -1,7 +1,7 @@
 """Every dispatch path of the 4-bit kernels (`customop::cpu`: AVX-512, AVX2 and the portable
 loop), each forced with `CUSTOMOP_CPU` in a process of its own (the level is read once), under
 jax.jit: `matmul_i4` (f32 and bf16), `matmul_u4_zp` and `matmul_mxfp4` against numpy's f64
-products, on shapes with partial micro-tiles and row blocks (N = 200, 320; M = 1, 7, 13), and
+products, on shapes with partial micro-tiles and row blocks (N = 200, 320, 576; M = 1, 2, 7, 13), and
 the paths against each other. The library reports the level it took (`customop_cpu_level`):
 each child checks it is the one forced. Levels this CPU lacks are capped to its own, and said
 so; on the machines CI runs on (AVX-512) all three run.
@@ -21,7 +21,7 @@ import numpy as np
 
 PATH = os.environ["CUSTOMOP_KERNELS"]
 LEVELS = ("avx512", "avx2", "portable")
-SHAPES = ((1, 256, 512, 128), (7, 128, 200, 32), (13, 64, 320, 64))
+SHAPES = ((1, 256, 576, 128), (2, 64, 384, 32), (7, 128, 200, 32), (13, 64, 320, 64))
 
 
 def cases():
