@@ -21,8 +21,8 @@ the figures the issue's bar names side by side (native build against default bui
 against torch's kernel and against the memory; M = 8, 128 against torch's kernel; M = 128
 against jnp). Each process writes its figures to $CUSTOMOP_INT4_SUMMARY (a folder) if set.
 
-Each figure is the median of 9 calls after 3 warm-ups, results awaited; every product is
-checked against the f64 reference first.
+Each figure is the median of 9 to 41 calls (as many as fit in half a second) after 5
+warm-ups, results awaited; every product is checked against the f64 reference first.
 
 Smoke mode (CUSTOMOP_BENCH_SMOKE=1, as `run.sh --smoke` sets it): K = N = 256 (two i4 groups),
 the same M, products, levels and checks, each figure the median of 2 calls after 1 warm-up, the
@@ -42,16 +42,21 @@ SMOKE = os.environ.get("CUSTOMOP_BENCH_SMOKE") == "1"
 K = N = 256 if SMOKE else 4096
 GROUP = 128
 SIZES = (1, 8, 128)
-WARMUP, CALLS = (1, 2) if SMOKE else (3, 9)
+WARMUP, CALLS = (1, 2) if SMOKE else (5, 9)
 LEVELS = ("avx512", "avx2", "portable")
 WEIGHT_BYTES = K * N / 2
 
 
 def median_ms(f, *args):
+    """The median time of `f(*args)` in ms: after WARMUP calls, at least CALLS calls and as many
+    more as fit in half a second (at most 41): a fast call is timed many times, torch's f32 int4
+    kernel (2 s a call at M = 128) CALLS times."""
     for _ in range(WARMUP):
         f(*args)
     times = []
-    for _ in range(CALLS):
+    start = time.perf_counter()
+    while len(times) < CALLS or (not SMOKE and len(times) < 41
+                                 and time.perf_counter() - start < 0.5):
         t = time.perf_counter()
         f(*args)
         times.append(time.perf_counter() - t)
