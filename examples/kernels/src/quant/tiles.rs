@@ -355,23 +355,6 @@ fn portable_sums(p: &Problem<'_>, ks: Range<usize>, c0: usize, cols: usize, sums
     }
 }
 
-/// How many weight rows ahead the micro-kernels ask for, in a group of `group` rows: the same
-/// columns of the next group, needed once the block's other tiles of this group are done (a
-/// lead of about a thousand cycles, which the memory's latency needs).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_distance(group: usize) -> usize {
-    static D: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    match *D.get_or_init(|| {
-        std::env::var("PFX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }) {
-        0 => group,
-        d => d,
-    }
-}
 /// Rows of `x` one AVX-512 micro-kernel call takes (24 of the 32 registers hold sums).
 #[cfg(target_arch = "x86_64")]
 const ROWS_V4: usize = 6;
@@ -382,7 +365,7 @@ const ROWS_V3: usize = 3;
 /// The AVX-512 micro-kernel: 64 columns (32 bytes of a weight row) by up to 6 rows of `x`.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{BLOCK, Problem, ROWS_V4, TILE, V4, prefetch_distance, pulp};
+    use super::{BLOCK, Problem, ROWS_V4, TILE, V4, pulp};
     use core::arch::x86_64::{__m256i, __m512, __m512i};
     use std::ops::Range;
 
@@ -426,7 +409,9 @@ mod avx512 {
         let x: [&[f32]; R] =
             core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
         let row_bytes = p.n / 2;
-        let ahead = prefetch_distance(ks.len()) * row_bytes;
+        // The same columns of the next group, needed once the block's other tiles of this
+        // group are done: a lead of about a thousand cycles, which the memory's latency needs.
+        let ahead = ks.len() * row_bytes;
         for (i, kk) in ks.enumerate() {
             let start = kk * row_bytes + c0 / 2;
             // The rows are `row_bytes` apart, too far for the hardware to see a stream: ask
@@ -500,7 +485,7 @@ mod avx512 {
 /// The AVX2 micro-kernel: 32 columns (16 bytes of a weight row) by up to 3 rows of `x`.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{BLOCK, Problem, ROWS_V3, TILE, V3, prefetch_distance, pulp};
+    use super::{BLOCK, Problem, ROWS_V3, TILE, V3, pulp};
     use core::arch::x86_64::{__m128i, __m256, __m256i};
     use std::ops::Range;
 
@@ -548,7 +533,9 @@ mod avx2 {
         let x: [&[f32]; R] =
             core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
         let row_bytes = p.n / 2;
-        let ahead = prefetch_distance(ks.len()) * row_bytes;
+        // The same columns of the next group, needed once the block's other tiles of this
+        // group are done: a lead of about a thousand cycles, which the memory's latency needs.
+        let ahead = ks.len() * row_bytes;
         for (i, kk) in ks.enumerate() {
             let start = kk * row_bytes + (c0 + half) / 2;
             let next = p.w.as_ptr().wrapping_add(start + ahead);
