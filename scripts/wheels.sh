@@ -64,8 +64,22 @@ x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.0
 want = x / np.sqrt((x * x).mean(-1, keepdims=True) + np.float32(1e-3))
 got = np.asarray(jax.jit(lambda x: ops.example.rms_norm_t(x, eps=np.float32(1e-3)))(x))
 np.testing.assert_allclose(got, want, rtol=1e-5)
-print("jax %s: %d ops from %s; rms_norm_t under jit equals numpy"
-      % (jax.__version__, len(library.entries()), customop_example_kernels.LIBRARY))
+# The wheel is built for plain x86-64, yet its kernels take the CPU's best vector level.
+flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split())
+best = ("avx512" if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags
+        else "avx2" if {"avx2", "fma"} <= flags else "portable")
+assert library.cpu_level == best, (library.cpu_level, best)
+import ml_dtypes
+rng = np.random.default_rng(0)
+xq = rng.normal(size=(2, 256)).astype(np.float32)
+q = rng.integers(-8, 8, size=(256, 512)).astype(np.int8)
+s = rng.uniform(0.5, 1.5, size=(2, 512)).astype(np.float32)
+got = np.asarray(jax.jit(ops.example.matmul_i4)(xq, q.astype(ml_dtypes.int4), s))
+want = xq.astype(np.float64) @ (q.reshape(2, 128, 512) * s[:, None, :].astype(np.float64)).reshape(256, 512)
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+print("jax %s: %d ops from %s; rms_norm_t under jit equals numpy; matmul_i4 on %s equals numpy"
+      % (jax.__version__, len(library.entries()), customop_example_kernels.LIBRARY,
+         library.cpu_level))
 PY
 (cd "$work" && clean "$work/jax/bin/python" use_jax.py)
 "$work/jax/bin/pip" uninstall -q -y customop
