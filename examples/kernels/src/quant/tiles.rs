@@ -212,7 +212,12 @@ impl<M: Micro> NullaryFnOnce for BlockJob<'_, '_, M> {
             let ks = g * p.group..(g + 1) * p.group;
             let mut c0 = 0;
             while c0 < width {
-                let cols = tile_sums(self.micro, p, ks.clone(), n0 + c0, width - c0, &mut sums);
+                let at = At {
+                    ks: ks.clone(),
+                    c0: n0 + c0,
+                    left: width - c0,
+                };
+                let cols = tile_sums(self.micro, p, at, &mut sums);
                 let start = g * p.n + n0 + c0;
                 for r in 0..p.m {
                     let xsum = self.xsums.get(r * groups + g).copied().unwrap_or(0.0);
@@ -229,106 +234,76 @@ impl<M: Micro> NullaryFnOnce for BlockJob<'_, '_, M> {
     }
 }
 
-/// A level's micro-kernel: the sums over the rows `ks` of every row of `x` with the 64
-/// columns from `c0`, into `sums` (`[m, BLOCK]`, each row from its first column).
-trait Micro: Copy {
-    /// Whether the level has a micro-kernel (the portable loop does the tiles otherwise).
-    const VECTOR: bool;
-    /// The sums for `left` columns or fewer (at least `TILE`); returns how many it took.
-    fn sums(
-        self,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        c0: usize,
-        left: usize,
-        sums: &mut [f32],
-    ) -> usize;
+/// Where a tile's sums are taken: the weight rows `ks`, from column `c0`, `left` columns to the
+/// block's end.
+struct At {
+    ks: Range<usize>,
+    c0: usize,
+    left: usize,
 }
 
-/// The level without a micro-kernel.
+/// A level's micro-kernel: the sums over the rows `ks` of every row of `x` with the columns
+/// from `c0` (64 or more, at most `left`: `left >= 64`), into `sums` (`[m, BLOCK]`, each row
+/// from its first column); returns how many columns it took, `None` where the level has no
+/// micro-kernel.
+trait Micro: Copy {
+    fn sums(self, p: &Problem<'_>, at: &At, sums: &mut [f32]) -> Option<usize>;
+}
+
+/// The level without a micro-kernel: the portable loop does every tile.
 #[derive(Clone, Copy)]
 struct Portable;
 
 impl Micro for Portable {
-    const VECTOR: bool = false;
     #[inline(always)]
-    fn sums(
-        self,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        c0: usize,
-        _: usize,
-        sums: &mut [f32],
-    ) -> usize {
-        portable_sums(p, ks, c0, TILE, sums);
-        TILE
+    fn sums(self, _: &Problem<'_>, _: &At, _: &mut [f32]) -> Option<usize> {
+        None
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Micro for V4 {
-    const VECTOR: bool = true;
     #[inline(always)]
-    fn sums(
-        self,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        c0: usize,
-        left: usize,
-        sums: &mut [f32],
-    ) -> usize {
+    fn sums(self, p: &Problem<'_>, at: &At, sums: &mut [f32]) -> Option<usize> {
         // One or two rows of x: wider tiles, whole cache lines of each weight row at a time.
         let tiles = match p.m {
-            1 if left >= 4 * TILE => 4,
-            1 | 2 if left >= 2 * TILE => 2,
+            1 if at.left >= 4 * TILE => 4,
+            1 | 2 if at.left >= 2 * TILE => 2,
             _ => 1,
         };
         for r0 in (0..p.m).step_by(ROWS_V4) {
-            avx512::sums(self, p, ks.clone(), (c0, tiles), r0, sums);
+            avx512::sums(self, p, at.ks.clone(), (at.c0, tiles), r0, sums);
         }
-        tiles * TILE
+        Some(tiles * TILE)
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Micro for V3 {
-    const VECTOR: bool = true;
     #[inline(always)]
-    fn sums(
-        self,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        c0: usize,
-        _: usize,
-        sums: &mut [f32],
-    ) -> usize {
+    fn sums(self, p: &Problem<'_>, at: &At, sums: &mut [f32]) -> Option<usize> {
         for half in [0, TILE / 2] {
             for r0 in (0..p.m).step_by(ROWS_V3) {
-                avx2::sums(self, p, ks.clone(), c0, half, r0, sums);
+                avx2::sums(self, p, at.ks.clone(), (at.c0, half, r0), sums);
             }
         }
-        TILE
+        Some(TILE)
     }
 }
 
 /// The sums over the rows `ks` of every row of `x` with the columns from `c0` (at most
 /// `left` of them), into `sums` (`[m, BLOCK]`); returns how many columns it took.
-/// Whole tiles go to the level's micro-kernel, the last columns of an odd width to the portable
-/// loop.
+/// Whole tiles go to the level's micro-kernel, the last columns of an odd width (and every
+/// tile, without one) to the portable loop.
 #[inline(always)]
-fn tile_sums<M: Micro>(
-    micro: M,
-    p: &Problem<'_>,
-    ks: Range<usize>,
-    c0: usize,
-    left: usize,
-    sums: &mut [f32],
-) -> usize {
-    if M::VECTOR && left >= TILE {
-        return micro.sums(p, ks, c0, left, sums);
+fn tile_sums<M: Micro>(micro: M, p: &Problem<'_>, at: At, sums: &mut [f32]) -> usize {
+    if at.left >= TILE
+        && let Some(cols) = micro.sums(p, &at, sums)
+    {
+        return cols;
     }
-    let cols = TILE.min(left);
-    portable_sums(p, ks, c0, cols, sums);
+    let cols = TILE.min(at.left);
+    portable_sums(p, at.ks, at.c0, cols, sums);
     cols
 }
 
@@ -491,30 +466,23 @@ mod avx2 {
 
     /// Rows `r0..` (at most 3) of `sums` for the 32 columns from `c0 + half` over `ks`.
     #[inline(always)]
-    pub(super) fn sums(
-        simd: V3,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        c0: usize,
-        half: usize,
-        r0: usize,
-        sums: &mut [f32],
-    ) {
-        match (p.m - r0).min(ROWS_V3) {
-            1 => rows::<1>(simd, p, ks, c0, half, r0, sums),
-            2 => rows::<2>(simd, p, ks, c0, half, r0, sums),
-            _ => rows::<3>(simd, p, ks, c0, half, r0, sums),
+    pub(super) fn sums(simd: V3, p: &Problem<'_>, ks: Range<usize>, at: At3, sums: &mut [f32]) {
+        match (p.m - at.2).min(ROWS_V3) {
+            1 => rows::<1>(simd, p, ks, at, sums),
+            2 => rows::<2>(simd, p, ks, at, sums),
+            _ => rows::<3>(simd, p, ks, at, sums),
         }
     }
+
+    /// The tile's first column, the half of it (0 or 32) and the first row of `x`.
+    type At3 = (usize, usize, usize);
 
     #[inline(always)]
     fn rows<const R: usize>(
         simd: V3,
         p: &Problem<'_>,
         ks: Range<usize>,
-        c0: usize,
-        half: usize,
-        r0: usize,
+        (c0, half, r0): At3,
         sums: &mut [f32],
     ) {
         let (a, a2, fma) = (simd.avx, simd.avx2, simd.fma);
