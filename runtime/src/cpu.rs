@@ -4,20 +4,32 @@
 //!
 //! [`simd`] gives a kernel the best level this CPU has, detected once per process, as a token of
 //! the [`pulp`] crate (re-exported here, so a kernel crate names the same version): a token
-//! exists only where its instructions do, and its `vectorize` runs a closure compiled for them,
-//! so the kernel's body is safe code.
+//! exists only where its instructions do, and its `vectorize` runs a job compiled for them, so
+//! the kernel's body is safe code (book: "Fast kernels").
 //!
 //! ```
+//! use customop::cpu::pulp::NullaryFnOnce;
 //! use customop::cpu::{Simd, simd};
+//!
+//! /// The job: plain loops, compiled for the level that runs them. A struct, not a closure: a
+//! /// closure is called through a shim built without the level's features.
+//! struct Sum<'a>(&'a [f32]);
+//!
+//! impl NullaryFnOnce for Sum<'_> {
+//!     type Output = f32;
+//!     #[inline(always)]
+//!     fn call(self) -> f32 {
+//!         self.0.iter().sum()
+//!     }
+//! }
+//!
 //! fn sum(v: &[f32]) -> f32 {
-//!     let plain = || v.iter().sum::<f32>();
 //!     match simd() {
-//!         // The same loop, compiled for AVX-512 (vectorized 16 lanes wide).
 //!         #[cfg(target_arch = "x86_64")]
-//!         Simd::Avx512(v4) => v4.vectorize(plain),
+//!         Simd::Avx512(v4) => v4.vectorize(Sum(v)),
 //!         #[cfg(target_arch = "x86_64")]
-//!         Simd::Avx2(v3) => v3.vectorize(plain),
-//!         Simd::Portable => plain(),
+//!         Simd::Avx2(v3) => v3.vectorize(Sum(v)),
+//!         Simd::Portable => Sum(v).call(),
 //!     }
 //! }
 //! assert_eq!(sum(&[1.0, 2.0, 3.0]), 6.0);
