@@ -147,36 +147,21 @@ pub(super) fn product(
     // One [m, BLOCK] tile per column block, computed in parallel, then laid into `out`.
     let mut tiles = vec![0.0f32; blocks * m * BLOCK];
     customop::parallel::par_chunks_mut(&mut tiles, m * BLOCK, 1, |b, tile| {
+        let block = Block {
+            p: &p,
+            scales,
+            xsums: &xsums,
+            b,
+            tile,
+        };
         // The whole block, scaling included, compiled for the level that runs it: each
         // level's job holds its own micro-kernel only.
         match simd {
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512(v4) => v4.vectorize(BlockJob {
-                micro: v4,
-                p: &p,
-                scales,
-                xsums: &xsums,
-                b,
-                tile,
-            }),
+            Simd::Avx512(v4) => v4.vectorize(BlockJob(v4, block)),
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx2(v3) => v3.vectorize(BlockJob {
-                micro: v3,
-                p: &p,
-                scales,
-                xsums: &xsums,
-                b,
-                tile,
-            }),
-            Simd::Portable => BlockJob {
-                micro: Portable,
-                p: &p,
-                scales,
-                xsums: &xsums,
-                b,
-                tile,
-            }
-            .call(),
+            Simd::Avx2(v3) => v3.vectorize(BlockJob(v3, block)),
+            Simd::Portable => BlockJob(Portable, block).call(),
         }
     });
     for (b, tile) in tiles.chunks_exact(m * BLOCK).enumerate() {
@@ -188,9 +173,8 @@ pub(super) fn product(
     }
 }
 
-/// One column block of the product: its `[m, BLOCK]` tile, every group's sums scaled into it.
-struct BlockJob<'a, 'p, M> {
-    micro: M,
+/// One column block of the product (block `b`): its `[m, BLOCK]` tile.
+struct Block<'a, 'p> {
     p: &'a Problem<'p>,
     scales: Scales<'a>,
     xsums: &'a [f32],
@@ -198,13 +182,17 @@ struct BlockJob<'a, 'p, M> {
     tile: &'a mut [f32],
 }
 
+/// A block's job on a level's micro-kernel: every group's sums scaled into its tile.
+struct BlockJob<'a, 'p, M>(M, Block<'a, 'p>);
+
 impl<M: Micro> NullaryFnOnce for BlockJob<'_, '_, M> {
     type Output = ();
 
     #[inline(always)]
     fn call(self) {
-        let (p, tile) = (self.p, self.tile);
-        let n0 = self.b * BLOCK;
+        let BlockJob(micro, block) = self;
+        let (p, tile) = (block.p, block.tile);
+        let n0 = block.b * BLOCK;
         let width = BLOCK.min(p.n - n0);
         let mut sums = vec![0.0f32; p.m * BLOCK];
         let groups = p.k / p.group;
@@ -217,11 +205,11 @@ impl<M: Micro> NullaryFnOnce for BlockJob<'_, '_, M> {
                     c0: n0 + c0,
                     left: width - c0,
                 };
-                let cols = tile_sums(self.micro, p, at, &mut sums);
+                let cols = tile_sums(micro, p, at, &mut sums);
                 let start = g * p.n + n0 + c0;
                 for r in 0..p.m {
-                    let xsum = self.xsums.get(r * groups + g).copied().unwrap_or(0.0);
-                    self.scales.add(
+                    let xsum = block.xsums.get(r * groups + g).copied().unwrap_or(0.0);
+                    block.scales.add(
                         start..start + cols,
                         &sums[r * BLOCK..r * BLOCK + cols],
                         xsum,
@@ -337,206 +325,10 @@ const ROWS_V4: usize = 6;
 #[cfg(target_arch = "x86_64")]
 const ROWS_V3: usize = 3;
 
-/// The AVX-512 micro-kernel: 64 columns (32 bytes of a weight row) by up to 6 rows of `x`.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use super::{BLOCK, Problem, ROWS_V4, TILE, V4, pulp};
-    use core::arch::x86_64::{__m256i, __m512, __m512i};
-    use std::ops::Range;
-
-    /// Rows `r0..` (at most 6) of `sums` for `tiles` × 64 columns from `c0` over the rows `ks`:
-    /// 4 tiles (256 columns, two cache lines of each weight row) for one row of `x`, 2 for two,
-    /// else 1 (up to 6 rows): 16 to 24 registers of sums.
-    #[inline(always)]
-    pub(super) fn sums(
-        simd: V4,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        (c0, tiles): (usize, usize),
-        r0: usize,
-        sums: &mut [f32],
-    ) {
-        let at = (c0, r0);
-        match ((p.m - r0).min(ROWS_V4), tiles) {
-            (1, 4) => rows::<1, 4>(simd, p, ks, at, sums),
-            (1, 2) => rows::<1, 2>(simd, p, ks, at, sums),
-            (2, 2) => rows::<2, 2>(simd, p, ks, at, sums),
-            (1, _) => rows::<1, 1>(simd, p, ks, at, sums),
-            (2, _) => rows::<2, 1>(simd, p, ks, at, sums),
-            (3, _) => rows::<3, 1>(simd, p, ks, at, sums),
-            (4, _) => rows::<4, 1>(simd, p, ks, at, sums),
-            (5, _) => rows::<5, 1>(simd, p, ks, at, sums),
-            _ => rows::<6, 1>(simd, p, ks, at, sums),
-        }
-    }
-
-    #[inline(always)]
-    fn rows<const R: usize, const T: usize>(
-        simd: V4,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        (c0, r0): (usize, usize),
-        sums: &mut [f32],
-    ) {
-        let f = simd.avx512f;
-        let table: __m512 = pulp::cast(*p.codes);
-        let mut acc: [[[__m512; 4]; T]; R] = [[[f._mm512_setzero_ps(); 4]; T]; R];
-        let x: [&[f32]; R] =
-            core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
-        let row_bytes = p.n / 2;
-        // The same columns of the next group, needed once the block's other tiles of this
-        // group are done: a lead of about a thousand cycles, which the memory's latency needs.
-        let ahead = ks.len() * row_bytes;
-        for (i, kk) in ks.enumerate() {
-            let start = kk * row_bytes + c0 / 2;
-            // The rows are `row_bytes` apart, too far for the hardware to see a stream: ask
-            // for these columns' bytes in the next group (a hint; an address past the end is
-            // not read), a cache line at a time.
-            for line in (0..T.div_ceil(2)).map(|l| start + ahead + 64 * l) {
-                let next = p.w.as_ptr().wrapping_add(line);
-                simd.sse
-                    ._mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(next.cast());
-            }
-            let mut q = [[f._mm512_setzero_ps(); 4]; T];
-            for (t, q) in q.iter_mut().enumerate() {
-                let at = start + 32 * t;
-                let Ok(bytes) = <[u8; 32]>::try_from(&p.w[at..at + 32]) else {
-                    continue; // 32 bytes: a slice of 32 always converts
-                };
-                // 16 lanes of 32 bits, each two bytes: the codes of columns 4l .. 4l + 3,
-                // lowest first; the permute reads a lane's low 4 bits.
-                let d: __m512i = f._mm512_cvtepu16_epi32(pulp::cast::<[u8; 32], __m256i>(bytes));
-                *q = [
-                    f._mm512_permutexvar_ps(d, table),
-                    f._mm512_permutexvar_ps(f._mm512_srli_epi32::<4>(d), table),
-                    f._mm512_permutexvar_ps(f._mm512_srli_epi32::<8>(d), table),
-                    f._mm512_permutexvar_ps(f._mm512_srli_epi32::<12>(d), table),
-                ];
-            }
-            for r in 0..R {
-                let xv = f._mm512_set1_ps(x[r][i]);
-                for t in 0..T {
-                    for j in 0..4 {
-                        acc[r][t][j] = f._mm512_fmadd_ps(q[t][j], xv, acc[r][t][j]);
-                    }
-                }
-            }
-        }
-        // acc[r][t][j] lane l is column 64t + 4l + j: a 4 × 4 transpose in each 128-bit
-        // quarter gives u[i] whose quarter q holds columns 16q + 4i .. 16q + 4i + 3 of tile t.
-        for (r, acc) in acc.iter().enumerate() {
-            for (t, acc) in acc.iter().enumerate() {
-                let at = (r0 + r) * BLOCK + t * TILE;
-                let out = &mut sums[at..at + TILE];
-                let (lo, hi) = (
-                    [
-                        f._mm512_unpacklo_ps(acc[0], acc[1]),
-                        f._mm512_unpacklo_ps(acc[2], acc[3]),
-                    ],
-                    [
-                        f._mm512_unpackhi_ps(acc[0], acc[1]),
-                        f._mm512_unpackhi_ps(acc[2], acc[3]),
-                    ],
-                );
-                let pairs = |a: __m512, b: __m512| {
-                    let (a, b) = (f._mm512_castps_pd(a), f._mm512_castps_pd(b));
-                    [
-                        f._mm512_castpd_ps(f._mm512_unpacklo_pd(a, b)),
-                        f._mm512_castpd_ps(f._mm512_unpackhi_pd(a, b)),
-                    ]
-                };
-                let ([u0, u1], [u2, u3]) = (pairs(lo[0], lo[1]), pairs(hi[0], hi[1]));
-                for (i, u) in [u0, u1, u2, u3].into_iter().enumerate() {
-                    let quarters: [[f32; 4]; 4] = pulp::cast(u);
-                    for (q, v) in quarters.into_iter().enumerate() {
-                        out[16 * q + 4 * i..16 * q + 4 * i + 4].copy_from_slice(&v);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The AVX2 micro-kernel: 32 columns (16 bytes of a weight row) by up to 3 rows of `x`.
+mod avx2;
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{BLOCK, Problem, ROWS_V3, TILE, V3, pulp};
-    use core::arch::x86_64::{__m128i, __m256, __m256i};
-    use std::ops::Range;
-
-    /// Rows `r0..` (at most 3) of `sums` for the 32 columns from `c0 + half` over `ks`.
-    #[inline(always)]
-    pub(super) fn sums(simd: V3, p: &Problem<'_>, ks: Range<usize>, at: At3, sums: &mut [f32]) {
-        match (p.m - at.2).min(ROWS_V3) {
-            1 => rows::<1>(simd, p, ks, at, sums),
-            2 => rows::<2>(simd, p, ks, at, sums),
-            _ => rows::<3>(simd, p, ks, at, sums),
-        }
-    }
-
-    /// The tile's first column, the half of it (0 or 32) and the first row of `x`.
-    type At3 = (usize, usize, usize);
-
-    #[inline(always)]
-    fn rows<const R: usize>(
-        simd: V3,
-        p: &Problem<'_>,
-        ks: Range<usize>,
-        (c0, half, r0): At3,
-        sums: &mut [f32],
-    ) {
-        let (a, a2, fma) = (simd.avx, simd.avx2, simd.fma);
-        let lo: __m256 = pulp::cast::<[f32; 8], _>(p.codes[..8].try_into().unwrap_or([0.0; 8]));
-        let hi: __m256 = pulp::cast::<[f32; 8], _>(p.codes[8..].try_into().unwrap_or([0.0; 8]));
-        // The value of the code in each lane's low 4 bits: bit 3 picks the table's half.
-        let lookup = |d: __m256i| {
-            let pick = a._mm256_castsi256_ps(a2._mm256_slli_epi32::<28>(d));
-            a._mm256_blendv_ps(
-                a2._mm256_permutevar8x32_ps(lo, d),
-                a2._mm256_permutevar8x32_ps(hi, d),
-                pick,
-            )
-        };
-        let mut acc: [[__m256; 4]; R] = [[a._mm256_setzero_ps(); 4]; R];
-        let x: [&[f32]; R] =
-            core::array::from_fn(|r| &p.xs[(r0 + r) * p.k + ks.start..(r0 + r) * p.k + ks.end]);
-        let row_bytes = p.n / 2;
-        // The same columns of the next group, needed once the block's other tiles of this
-        // group are done: a lead of about a thousand cycles, which the memory's latency needs.
-        let ahead = ks.len() * row_bytes;
-        for (i, kk) in ks.enumerate() {
-            let start = kk * row_bytes + (c0 + half) / 2;
-            let next = p.w.as_ptr().wrapping_add(start + ahead);
-            simd.sse
-                ._mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(next.cast());
-            let Ok(bytes) = <[u8; 16]>::try_from(&p.w[start..start + 16]) else {
-                continue; // 16 bytes: a slice of 16 always converts
-            };
-            let d: __m256i = a2._mm256_cvtepu16_epi32(pulp::cast::<[u8; 16], __m128i>(bytes));
-            let q = [
-                lookup(d),
-                lookup(a2._mm256_srli_epi32::<4>(d)),
-                lookup(a2._mm256_srli_epi32::<8>(d)),
-                lookup(a2._mm256_srli_epi32::<12>(d)),
-            ];
-            for r in 0..R {
-                let xv = a._mm256_set1_ps(x[r][i]);
-                for j in 0..4 {
-                    acc[r][j] = fma._mm256_fmadd_ps(q[j], xv, acc[r][j]);
-                }
-            }
-        }
-        for (r, acc) in acc.iter().enumerate() {
-            let out = &mut sums[(r0 + r) * BLOCK + half..(r0 + r) * BLOCK + half + TILE / 2];
-            for (j, v) in acc.iter().enumerate() {
-                let lanes: [f32; 8] = pulp::cast(*v);
-                for (l, v) in lanes.into_iter().enumerate() {
-                    out[4 * l + j] = v;
-                }
-            }
-        }
-    }
-}
+mod avx512;
 
 #[cfg(test)]
 mod tests {
