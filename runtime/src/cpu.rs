@@ -155,6 +155,83 @@ pub fn simd() -> Simd {
     simd_at(level()).unwrap_or(Simd::Portable)
 }
 
+/// The instruction-set features this CPU has, as the standard library detects them (the CPU's
+/// and the operating system's support both), by their `target_feature` names, in a fixed order:
+/// what code compiled for this machine may use (XLA compiles for the host's features, so the
+/// runner's compile cache keys its entries by this list too: an entry compiled for AVX-512 is
+/// never loaded on a CPU without it). Empty on targets other than x86-64.
+pub fn features() -> Vec<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! detected {
+            ($($f:tt),* $(,)?) => {
+                [$(($f, std::arch::is_x86_feature_detected!($f))),*]
+            };
+        }
+        detected!(
+            "aes",
+            "pclmulqdq",
+            "rdrand",
+            "rdseed",
+            "tsc",
+            "mmx",
+            "sse",
+            "sse2",
+            "sse3",
+            "ssse3",
+            "sse4.1",
+            "sse4.2",
+            "sse4a",
+            "sha",
+            "avx",
+            "avx2",
+            "avx512f",
+            "avx512cd",
+            "avx512bw",
+            "avx512dq",
+            "avx512vl",
+            "avx512ifma",
+            "avx512vbmi",
+            "avx512vpopcntdq",
+            "avx512vbmi2",
+            "gfni",
+            "vaes",
+            "vpclmulqdq",
+            "avx512vnni",
+            "avx512bitalg",
+            "avx512bf16",
+            "avx512vp2intersect",
+            "avx512fp16",
+            "avxvnni",
+            "f16c",
+            "fma",
+            "bmi1",
+            "bmi2",
+            "abm",
+            "lzcnt",
+            "tbm",
+            "popcnt",
+            "fxsr",
+            "xsave",
+            "xsaveopt",
+            "xsaves",
+            "xsavec",
+            "cmpxchg16b",
+            "adx",
+            "rtm",
+            "movbe",
+            "ermsb",
+        )
+        .into_iter()
+        .filter_map(|(name, has)| has.then_some(name))
+        .collect()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +253,34 @@ mod tests {
         assert_eq!(capped(Level::Avx2, Some("avx512")), Level::Avx2);
         assert_eq!(capped(Level::Avx2, Some("neon")), Level::Avx2);
         assert_eq!(capped(Level::Avx2, Some("")), Level::Avx2);
+    }
+
+    #[test]
+    fn features_agree_with_the_levels_detected() {
+        let f = features();
+        #[cfg(target_arch = "x86_64")]
+        {
+            // x86-64's baseline, always there.
+            assert!(f.contains(&"sse2"), "{f:?}");
+            let has = |x: &str| f.contains(&x);
+            assert_eq!(
+                simd_at(Level::Avx2).is_some(),
+                has("avx2") && has("fma"),
+                "{f:?}"
+            );
+            assert_eq!(
+                simd_at(Level::Avx512).is_some(),
+                ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
+                    .iter()
+                    .all(|x| has(x)),
+                "{f:?}"
+            );
+        }
+        // Each feature once.
+        let mut sorted = f.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), f.len());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 """The `customop` command line's plugins and compile cache: `customop plugin list` names every
 plugin customop knows with what it reads, `path`, `verify` and `install` (a named plugin or the
 default; a wrong wheel refused), `customop run --plugin`, and `customop cache path | clear` with
-the cache filled, served, a corrupt entry compiled again. Run once (with jax 0.12's venv): none
-of it depends on the jax version.
+the cache filled, served, a corrupt entry compiled again, two processes compiling into it at
+once, a folder others can write refused by name, and `clear` removing the cache's own files
+only. Run once (with jax 0.12's venv): none of it depends on the jax version.
 
 Run: CUSTOMOP_CLI=target/debug/customop CUSTOMOP_SEED_MODULE=target/seed.mlir \\
      CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so PYTHONPATH=python \\
@@ -10,12 +11,22 @@ Run: CUSTOMOP_CLI=target/debug/customop CUSTOMOP_SEED_MODULE=target/seed.mlir \\
 """
 
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli import BLOB, PATH, SEED, X, _json, _npy, cli  # noqa: E402
+from test_cli import BLOB, CLI, PATH, SEED, X, _json, _npy, cli  # noqa: E402
+
+RESULT = "result[0]: 3xi8=[3, 5, -2]"
+
+
+def cache_entries(folder):
+    """The compile cache's entries in `folder` (`<sha256>.pjrt`; its key, `.customop-key`, is
+    not one)."""
+    return sorted(e for e in os.listdir(folder) if re.fullmatch(r"[0-9a-f]{64}\.pjrt", e))
 
 
 class Plugin(unittest.TestCase):
@@ -92,9 +103,11 @@ class Cache(unittest.TestCase):
             extra = ["--plugin", plugin] if plugin else []
             code, stdout, err = cli(*args, *extra, env=env)
             self.assertEqual((code, stdout.strip()), (0, "result[0]: 3xi8=[3, 5, -2]"), err)
-        entries = sorted(os.listdir(folder))
+        # Made private, with its key.
+        self.assertEqual(os.stat(folder).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(os.path.join(folder, ".customop-key")).st_mode & 0o777, 0o600)
+        entries = cache_entries(folder)
         self.assertEqual(len(entries), 2, entries)   # one a plugin
-        self.assertTrue(all(e.endswith(".pjrt") for e in entries), entries)
         stamp = {e: os.stat(os.path.join(folder, e)).st_mtime_ns for e in entries}
         code, stdout, err = cli(*args, env=env)
         self.assertEqual((code, stdout.strip()), (0, "result[0]: 3xi8=[3, 5, -2]"), err)
@@ -119,10 +132,60 @@ class Cache(unittest.TestCase):
         code, stdout, err = cli("cache", "clear", env=env)
         self.assertEqual((code, stdout.strip()),
                          (0, "%s: 2 compiled executables removed" % folder), err)
-        self.assertEqual(os.listdir(folder), [])
+        self.assertEqual(os.listdir(folder), [".customop-key"])
         code, _, err = cli("cache", "clear", env={"CUSTOMOP_COMPILE_CACHE": "off"})
         self.assertEqual(code, 3, err)
         self.assertIn("the compile cache is off (CUSTOMOP_COMPILE_CACHE=off)", err)
+
+    def test_two_processes_compiling_into_an_empty_cache_at_once(self):
+        """Both run the program, each writing the entry through a file of its own; the entry
+        left is whole, and serves a third run."""
+        folder = tempfile.mkdtemp()
+        env = {**os.environ, "CUSTOMOP_COMPILE_CACHE": folder}
+        args = [CLI, "run", SEED, "--ops", PATH, "--input", _npy(X), "--external",
+                "external=" + _json(BLOB)]
+        runs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(2)]
+        for p in runs:
+            out, err = p.communicate(timeout=300)
+            self.assertEqual((p.returncode, out.strip()), (0, RESULT), err)
+        (entry,) = cache_entries(folder)
+        self.assertEqual([e for e in os.listdir(folder) if e.endswith(".tmp")], [])
+        written = os.stat(os.path.join(folder, entry)).st_mtime_ns
+        code, stdout, err = cli(*args[1:], env={"CUSTOMOP_COMPILE_CACHE": folder})
+        self.assertEqual((code, stdout.strip()), (0, RESULT), err)
+        self.assertEqual(os.stat(os.path.join(folder, entry)).st_mtime_ns, written)
+
+    def test_a_folder_others_can_write_is_named_and_not_used(self):
+        """Its executables are machine code: a folder others can write (as /tmp is) is named
+        on stderr, the program compiled without it, nothing written to it."""
+        folder = tempfile.mkdtemp()
+        os.chmod(folder, 0o777)
+        args = ["run", SEED, "--ops", PATH, "--input", _npy(X), "--external",
+                "external=" + _json(BLOB)]
+        code, stdout, err = cli(*args, env={"CUSTOMOP_COMPILE_CACHE": folder})
+        self.assertEqual((code, stdout.strip()), (0, RESULT), err)
+        self.assertIn("customop: the compile cache %s is not used: %s can be written by its "
+                      "group (mode 777)" % (folder, os.path.realpath(folder)), err)
+        self.assertEqual(os.listdir(folder), [])
+
+    def test_clear_removes_only_the_caches_own_files(self):
+        """`CUSTOMOP_COMPILE_CACHE=/tmp` must not cost a user their `/tmp/*.tmp`: files named
+        like the cache's but not of its names stay."""
+        folder = tempfile.mkdtemp()
+        theirs = ["notes.tmp", "draft.pjrt", ".x.tmp", "A" * 64 + ".pjrt"]
+        for name in theirs:
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("keep me")
+        args = ["run", SEED, "--ops", PATH, "--input", _npy(X), "--external",
+                "external=" + _json(BLOB)]
+        env = {"CUSTOMOP_COMPILE_CACHE": folder}
+        self.assertEqual(cli(*args, env=env)[0], 0)
+        self.assertEqual(len(cache_entries(folder)), 1)
+        code, stdout, err = cli("cache", "clear", env=env)
+        self.assertEqual((code, stdout.strip()),
+                         (0, "%s: 1 compiled executables removed" % folder), err)
+        self.assertEqual(sorted(os.listdir(folder)), sorted(theirs + [".customop-key"]))
 
 
 if __name__ == "__main__":

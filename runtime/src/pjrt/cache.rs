@@ -1,26 +1,28 @@
-//! The compile cache: executables the plugin compiled, kept on disk (`PJRT_Executable_Serialize`)
-//! and loaded again (`PJRT_Executable_DeserializeAndLoad`) by a later compile of the same
-//! program for the same plugin, CPU and options.
+//! The compile cache, as storage: executables the plugin compiled, kept on disk and read back
+//! by a later compile of the same program for the same plugin, CPU and options. It makes no
+//! plugin call of its own (the compile serializes and loads the executables, `compile.rs`).
 //!
-//! An entry's name is the sha256 of everything that makes the compiled code what it is: the
-//! plugin library's sha256 (a known plugin's, so the cache is used only with [`Plugin::known`]
-//! plugins: blobs of two plugin builds load into each other without a word), the CPU XLA
-//! compiles for (the client's topology as the plugin serializes it: target triple, CPU name and
-//! features), `XLA_FLAGS`, the client's device count, the compile options and the program's
-//! bytes. An entry holds that key again, the blob's sha256 and length, then the blob: an entry
-//! whose key, hash or length is not what is read (a corrupt file, a file copied from elsewhere
-//! or written by another build), or that the plugin refuses to load, is compiled again and
-//! replaced, never run.
+//! An entry's name is the sha256 of everything that makes the compiled code what it is
+//! ([`KeyInputs`]): the plugin library's sha256 (a known plugin's, so the cache is used only with
+//! [`Plugin::known`](super::Plugin::known) plugins: blobs of two plugin builds load into each
+//! other without a word), the CPU XLA compiles for (the client's topology as the plugin
+//! serializes it, and the features this CPU has, as detected here), `XLA_FLAGS`, the client's
+//! device count, the compile options and the program's bytes.
+//!
+//! A compiled executable is machine code, so the folder is trusted like the plugin: it is a
+//! private folder ([`PrivateDir`]: the user's own, made 0700, refused when another user owns it
+//! or others can write it), and an entry holds its key and an HMAC of key and blob under the
+//! folder's key, which only the user can read. An entry that is not whole, not under its own
+//! key, not authenticated (planted, or another entry rewritten), a link, or that the plugin
+//! refuses to load is compiled again and replaced, never run.
 
-use super::client::ClientInner;
-use super::error::RunError;
-use super::plugin::Plugin;
-use super::sys::{self, Args};
+use super::private_dir::{self, MAC_LEN, PrivateDir};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The first bytes of an entry (its format's version).
-const MAGIC: &[u8; 16] = b"customop-pjrt-1\n";
+const MAGIC: &[u8; 16] = b"customop-pjrt-2\n";
 
 /// The environment variable that sets the cache's folder, or turns it off (`off`).
 pub const CACHE_ENV: &str = "CUSTOMOP_COMPILE_CACHE";
@@ -35,20 +37,33 @@ pub fn compile_cache_dir() -> Option<PathBuf> {
     }
 }
 
-/// The key of a compile: what the compiled code depends on.
-pub(super) struct Key([u8; 32]);
+/// Everything the compiled code depends on: the inputs of its key.
+pub(super) struct KeyInputs<'a> {
+    /// The plugin library's sha256 (hex).
+    pub(super) plugin_sha256: &'a str,
+    /// The client's topology, as the plugin serializes it.
+    pub(super) topology: &'a [u8],
+    /// The CPU's features as detected in this process ([`crate::cpu::features`]).
+    pub(super) cpu_features: &'a str,
+    /// `XLA_FLAGS`.
+    pub(super) xla_flags: &'a [u8],
+    /// The client's device count.
+    pub(super) devices: usize,
+    /// The compile options.
+    pub(super) options: &'a [u8],
+    /// The program's format (`mlir`).
+    pub(super) format: &'a str,
+    /// The program's bytes.
+    pub(super) program: &'a [u8],
+}
+
+/// The key of a compile: the sha256 of its [`KeyInputs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Key(pub(super) [u8; 32]);
 
 impl Key {
-    /// The key of compiling `code` (format `format`) with `options` on `client`, or none when
-    /// the plugin is not a known one (its hash unknown) or cannot describe its CPU.
-    pub(super) fn of(
-        client: &ClientInner,
-        format: &str,
-        code: &[u8],
-        options: &[u8],
-    ) -> Option<Key> {
-        let known = client.plugin.known_as()?;
-        let topology = client.topology()?;
+    /// The key of a compile with these inputs (each tagged and length-prefixed).
+    pub(super) fn of(i: &KeyInputs<'_>) -> Key {
         let mut h = Sha256::new();
         let mut part = |tag: &str, bytes: &[u8]| {
             h.update(tag.as_bytes());
@@ -56,61 +71,128 @@ impl Key {
             h.update(bytes);
         };
         part("magic", MAGIC);
-        part("plugin", known.sha256.as_bytes());
-        part("topology", topology);
-        let flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
-        part("xla_flags", flags.as_encoded_bytes());
-        part("devices", &(client.devices.len() as u64).to_le_bytes());
-        part("options", options);
-        part("format", format.as_bytes());
-        part("program", code);
-        Some(Key(h.finalize().into()))
+        part("plugin", i.plugin_sha256.as_bytes());
+        part("topology", i.topology);
+        part("cpu_features", i.cpu_features.as_bytes());
+        part("xla_flags", i.xla_flags);
+        part("devices", &(i.devices as u64).to_le_bytes());
+        part("options", i.options);
+        part("format", i.format.as_bytes());
+        part("program", i.program);
+        Key(h.finalize().into())
     }
 
     fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        private_dir::hex(&self.0)
     }
 }
 
-/// An entry's file in `dir`.
-fn entry_path(dir: &Path, key: &Key) -> PathBuf {
-    dir.join(format!("{}.pjrt", key.hex()))
+/// An entry's file name: the key in hex, `.pjrt`.
+fn entry_name(key: &Key) -> String {
+    format!("{}.pjrt", key.hex())
 }
 
-/// The blob of the entry for `key` in `dir`, if there is one and it is whole: its key is
-/// `key`, its length and sha256 those it records. Anything else is no entry.
-pub(super) fn read(dir: &Path, key: &Key) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(entry_path(dir, key)).ok()?;
-    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-    let (stored_key, rest) = rest.split_at_checked(32)?;
-    let (hash, rest) = rest.split_at_checked(32)?;
-    let (len, blob) = rest.split_at_checked(8)?;
-    let len = u64::from_le_bytes(len.try_into().ok()?);
-    if stored_key != key.0 || blob.len() as u64 != len || Sha256::digest(blob)[..] != hash[..] {
-        return None;
-    }
-    Some(blob.to_vec())
+/// Whether `name` is an entry's file name (64 lower-case hex digits, `.pjrt`).
+fn is_entry_name(name: &str) -> bool {
+    name.strip_suffix(".pjrt")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-/// Writes `blob` as the entry for `key` in `dir`: to a file of its own first, renamed into
-/// place, so that a reader sees a whole entry or none. Best effort: a cache that cannot be
-/// written only means compiling again.
-pub(super) fn write(dir: &Path, key: &Key, blob: &[u8]) {
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
+/// Whether `name` is one of this cache's files: an entry, or an entry being written.
+fn is_own_name(name: &str) -> bool {
+    is_entry_name(name) || private_dir::is_temp_name(name, is_entry_name)
+}
+
+/// The compile cache in a private folder.
+#[derive(Debug)]
+pub(super) struct Cache {
+    dir: PrivateDir,
+}
+
+impl Cache {
+    /// The cache in `dir` (made when missing, 0700): `Err` naming why the folder is not
+    /// trusted ([`PrivateDir::open`]).
+    pub(super) fn open(dir: &Path) -> Result<Cache, String> {
+        Ok(Cache {
+            dir: PrivateDir::open(dir, true)?,
+        })
     }
-    let mut out = Vec::with_capacity(MAGIC.len() + 72 + blob.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&key.0);
-    out.extend_from_slice(&Sha256::digest(blob));
-    out.extend_from_slice(&(blob.len() as u64).to_le_bytes());
-    out.extend_from_slice(blob);
-    let path = entry_path(dir, key);
-    let tmp = dir.join(format!(".{}.{}.tmp", key.hex(), std::process::id()));
-    if std::fs::write(&tmp, &out).is_ok() && std::fs::rename(&tmp, &path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
+
+    /// The blob of the entry for `key`, if there is one and it is whole and authentic: a
+    /// regular file of this user's (not a link), of this format, holding `key`, and an HMAC of
+    /// both under the folder's key. Anything else is no entry.
+    pub(super) fn read(&self, key: &Key) -> Option<Vec<u8>> {
+        let bytes = self.dir.read(&entry_name(key))?;
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        let (stored_key, rest) = rest.split_at_checked(32)?;
+        let (mac, blob) = rest.split_at_checked(MAC_LEN)?;
+        if stored_key != key.0 || !self.dir.verify(&[MAGIC, &key.0, blob], mac) {
+            return None;
+        }
+        Some(blob.to_vec())
     }
-    prune(dir, max_bytes());
+
+    /// Writes `blob` as the entry for `key` (a file of its own first, renamed into place: a
+    /// reader sees a whole entry or none), then prunes the cache to its bound. Best effort: a
+    /// cache that cannot be written only means compiling again.
+    pub(super) fn write(&self, key: &Key, blob: &[u8]) {
+        let mac = self.dir.mac(&[MAGIC, &key.0, blob]);
+        let mut out = Vec::with_capacity(MAGIC.len() + 32 + MAC_LEN + blob.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&key.0);
+        out.extend_from_slice(&mac);
+        out.extend_from_slice(blob);
+        let _ = self.dir.write(&entry_name(key), &out);
+        prune(self.dir.path(), max_bytes());
+    }
+
+    /// The folder (links resolved).
+    #[cfg(test)]
+    pub(super) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A client's compile cache: its folder, opened (and checked) at the first compile that
+/// uses it.
+#[derive(Debug)]
+pub(super) struct CacheSlot {
+    dir: PathBuf,
+    opened: OnceLock<Result<Cache, String>>,
+}
+
+impl CacheSlot {
+    pub(super) fn new(dir: PathBuf) -> CacheSlot {
+        CacheSlot {
+            dir,
+            opened: OnceLock::new(),
+        }
+    }
+
+    /// The folder as given.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cache, or why its folder is refused: said on stderr once (the first time it is
+    /// opened), and the program is then compiled without a cache.
+    pub(super) fn get(&self) -> Result<&Cache, &str> {
+        self.opened
+            .get_or_init(|| {
+                Cache::open(&self.dir).map_err(|why| {
+                    let why = format!(
+                        "the compile cache {} is not used: {why}. Its executables are machine \
+                         code, so its folder must be yours alone (`customop cache path`); \
+                         compiling without it",
+                        self.dir.display()
+                    );
+                    eprintln!("customop: {why}");
+                    why
+                })
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
 }
 
 /// The environment variable that bounds the cache's size, in MiB (default 2048).
@@ -125,15 +207,33 @@ fn max_bytes() -> u64 {
         .saturating_mul(1 << 20)
 }
 
+/// The cache's own files in `dir` (entries, and with `temps` unfinished writes): regular
+/// files and links of its names only, never anything else the folder holds.
+fn own_files(dir: &Path, temps: bool) -> std::io::Result<impl Iterator<Item = std::fs::DirEntry>> {
+    Ok(std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(move |e| {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            let named = if temps {
+                is_own_name(name)
+            } else {
+                is_entry_name(name)
+            };
+            // `file_type` does not follow links.
+            named && e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink())
+        }))
+}
+
 /// Removes the oldest entries (by when they were written) while the entries in `dir` take more
 /// than `max` bytes.
 fn prune(dir: &Path, max: u64) {
-    let Ok(read) = std::fs::read_dir(dir) else {
+    let Ok(files) = own_files(dir, false) else {
         return;
     };
-    let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = read
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".pjrt"))
+    let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = files
         .filter_map(|e| {
             let m = e.metadata().ok()?;
             Some((m.modified().ok()?, m.len(), e.path()))
@@ -151,198 +251,23 @@ fn prune(dir: &Path, max: u64) {
     }
 }
 
-/// Removes every entry of the cache in `dir` (files ending `.pjrt`, and unfinished writes);
-/// returns how many files it removed.
+/// Removes every entry of the cache in `dir` and its unfinished writes: files of its own names
+/// only (`<sha256>.pjrt`, and the names it writes them under), whatever else the folder holds
+/// (the folder's key stays). Returns how many files it removed.
 pub fn clear(dir: &Path) -> std::io::Result<usize> {
-    let mut n = 0;
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
+    let files = match own_files(dir, true) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    for e in entries {
-        let e = e?;
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.ends_with(".pjrt") || name.ends_with(".tmp") {
-            std::fs::remove_file(e.path())?;
-            n += 1;
-        }
+    let mut n = 0;
+    for e in files {
+        std::fs::remove_file(e.path())?;
+        n += 1;
     }
     Ok(n)
 }
 
-/// The serialized executable of `loaded` (`PJRT_Executable_Serialize`).
-pub(super) fn serialize(
-    plugin: &'static Plugin,
-    loaded: *mut sys::PJRT_LoadedExecutable,
-) -> Result<Vec<u8>, RunError> {
-    super::compile::with_executable(plugin, loaded, |exe| {
-        let mut s = sys::PJRT_Executable_Serialize_Args::new();
-        s.executable = exe;
-        let result = plugin.call(
-            "PJRT_Executable_Serialize",
-            plugin.api.executable_serialize,
-            &mut s,
-        );
-        // SAFETY: what the call above handed out (null pointers when it failed).
-        let blob = unsafe {
-            handed_out(
-                s.serialized_bytes,
-                s.serialized_bytes_size,
-                s.serialized_executable,
-                s.serialized_executable_deleter,
-            )
-        };
-        result.map(|()| blob)
-    })?
-}
-
-/// A copy of the `size` bytes at `bytes` that the plugin handed out with `object`, then
-/// `object` released by its `deleter` (if any): a serialized executable or topology.
-///
-/// # Safety
-/// `bytes` is null or points at `size` bytes that live until `deleter` runs on `object`;
-/// `deleter` is the plugin's own for `object`, not yet called.
-unsafe fn handed_out<T>(
-    bytes: *const std::ffi::c_char,
-    size: usize,
-    object: *mut T,
-    deleter: Option<unsafe extern "C" fn(*mut T)>,
-) -> Vec<u8> {
-    let copy = if bytes.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: `size` bytes at `bytes`, alive until the deleter runs (the caller's promise).
-        unsafe { super::plugin::bytes(bytes.cast(), size) }.to_vec()
-    };
-    if let Some(delete) = deleter {
-        // SAFETY: the plugin's deleter for the object it handed out, called once.
-        unsafe { delete(object) };
-    }
-    copy
-}
-
-/// Loads a serialized executable onto `client` (`PJRT_Executable_DeserializeAndLoad`, with
-/// the compile options the blob holds). Handlers must be registered before: XLA looks them up
-/// as it loads.
-pub(super) fn deserialize(
-    client: &ClientInner,
-    blob: &[u8],
-) -> Result<*mut sys::PJRT_LoadedExecutable, RunError> {
-    let plugin = client.plugin;
-    let mut a = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
-    a.client = client.raw;
-    a.serialized_executable = blob.as_ptr().cast();
-    a.serialized_executable_size = blob.len();
-    plugin.call(
-        "PJRT_Executable_DeserializeAndLoad",
-        plugin.api.executable_deserialize_and_load,
-        &mut a,
-    )?;
-    Ok(a.loaded_executable)
-}
-
-impl ClientInner {
-    /// The client's topology as the plugin serializes it (the CPU it compiles for), read once.
-    pub(super) fn topology(&self) -> Option<&[u8]> {
-        self.topology
-            .get_or_init(|| read_topology(self).ok())
-            .as_deref()
-    }
-}
-
-/// `PJRT_Client_TopologyDescription`, then `PJRT_TopologyDescription_Serialize` (the topology
-/// is the client's; the serialized bytes are released by their deleter).
-fn read_topology(client: &ClientInner) -> Result<Vec<u8>, RunError> {
-    let plugin = client.plugin;
-    let mut t = sys::PJRT_Client_TopologyDescription_Args::new();
-    t.client = client.raw;
-    plugin.call(
-        "PJRT_Client_TopologyDescription",
-        plugin.api.client_topology_description,
-        &mut t,
-    )?;
-    let mut s = sys::PJRT_TopologyDescription_Serialize_Args::new();
-    s.topology = t.topology;
-    let result = plugin.call(
-        "PJRT_TopologyDescription_Serialize",
-        plugin.api.topology_description_serialize,
-        &mut s,
-    );
-    // SAFETY: what the call above handed out (null pointers when it failed).
-    let bytes = unsafe {
-        handed_out(
-            s.serialized_bytes,
-            s.serialized_bytes_size,
-            s.serialized_topology,
-            s.serialized_topology_deleter,
-        )
-    };
-    let bytes = result.map(|()| bytes);
-    let bytes = bytes?;
-    if bytes.is_empty() {
-        return Err(RunError::Plugin {
-            path: plugin.path().to_path_buf(),
-            message: "its serialized topology is empty".into(),
-        });
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("customop-cache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
-    }
-
-    #[test]
-    fn an_entry_reads_back_only_whole_and_under_its_own_key() {
-        let d = dir("entries");
-        let key = Key([7; 32]);
-        write(&d, &key, b"compiled code");
-        assert_eq!(read(&d, &key).unwrap(), b"compiled code");
-        // Another key: no entry (the file is named by the key, and holds it).
-        assert!(read(&d, &Key([8; 32])).is_none());
-        let path = entry_path(&d, &key);
-        let whole = std::fs::read(&path).unwrap();
-        // A flipped bit in the blob, a short file, another key inside, another format.
-        let mut flipped = whole.clone();
-        *flipped.last_mut().unwrap() ^= 1;
-        let mut foreign = whole.clone();
-        foreign[MAGIC.len()] ^= 1;
-        let mut old = whole.clone();
-        old[..MAGIC.len()].copy_from_slice(b"customop-pjrt-0\n");
-        for bad in [
-            flipped,
-            whole[..whole.len() - 1].to_vec(),
-            foreign,
-            old,
-            Vec::new(),
-        ] {
-            std::fs::write(&path, &bad).unwrap();
-            assert!(read(&d, &key).is_none());
-        }
-        write(&d, &key, b"again");
-        assert_eq!(read(&d, &key).unwrap(), b"again");
-        // Past the bound, the oldest entries go first.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let newer = Key([9; 32]);
-        write(&d, &newer, b"newer");
-        let size = std::fs::metadata(entry_path(&d, &newer)).unwrap().len();
-        prune(&d, size);
-        assert!(read(&d, &key).is_none());
-        assert_eq!(read(&d, &newer).unwrap(), b"newer");
-        write(&d, &key, b"again");
-        assert_eq!(clear(&d).unwrap(), 2);
-        assert!(read(&d, &key).is_none());
-        assert_eq!(clear(&d).unwrap(), 0);
-        std::fs::remove_dir_all(&d).unwrap();
-        assert_eq!(clear(&d).unwrap(), 0);
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

@@ -1,8 +1,9 @@
 //! Clients of a plugin: creating one (CPU only, the platform the runner is tested with), and
 //! registering handlers, from this binary or from kernel libraries.
 
+use super::cache::{Cache, CacheSlot};
 use super::error::RunError;
-use super::plugin::{Plugin, bytes};
+use super::plugin::{Plugin, bytes, handed_out};
 use super::sys::{self, Args};
 use std::ffi::c_void;
 use std::path::Path;
@@ -44,8 +45,8 @@ impl Drop for ClientInner {
 #[derive(Clone)]
 pub struct Client {
     pub(super) inner: Arc<ClientInner>,
-    /// The compile cache's folder, if this client uses one.
-    pub(super) compile_cache: Option<Arc<std::path::PathBuf>>,
+    /// The compile cache, if this client uses one.
+    pub(super) compile_cache: Option<Arc<CacheSlot>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -167,7 +168,7 @@ impl Client {
         let compile_cache = plugin
             .known_as()
             .and_then(|_| super::cache::compile_cache_dir())
-            .map(Arc::new);
+            .map(|dir| Arc::new(CacheSlot::new(dir)));
         Ok(Client {
             inner: Arc::new(inner),
             compile_cache,
@@ -180,17 +181,33 @@ impl Client {
     /// loaded with [`Plugin::load`] has none (its hash is not known, and blobs of two builds of
     /// a plugin load into each other without a word), and this gives it none either.
     ///
+    /// The folder must be the user's own, as for the plugin: see [`Client::compile_cache_refusal`].
+    ///
     /// [`compile_cache_dir`]: super::compile_cache_dir
     pub fn with_compile_cache(mut self, dir: Option<std::path::PathBuf>) -> Client {
         self.compile_cache = dir
             .filter(|_| self.inner.plugin.known_as().is_some())
-            .map(Arc::new);
+            .map(|dir| Arc::new(CacheSlot::new(dir)));
         self
     }
 
     /// The compile cache's folder, if this client uses one.
     pub fn compile_cache(&self) -> Option<&Path> {
-        self.compile_cache.as_deref().map(|p| p.as_path())
+        self.compile_cache.as_deref().map(CacheSlot::dir)
+    }
+
+    /// Why the compile cache's folder is not used, if it is not: it is created (mode 0700)
+    /// when missing, and refused when it or a folder above it belongs to another user or can
+    /// be written by others (as ssh refuses its own folder), or when its key
+    /// (`.customop-key`) is not this user's alone. A refused folder is named on stderr once,
+    /// and programs are compiled without a cache. (Opens the folder if no compile has yet.)
+    pub fn compile_cache_refusal(&self) -> Option<&str> {
+        self.compile_cache.as_deref()?.get().err()
+    }
+
+    /// The compile cache, if this client has one and its folder is trusted.
+    pub(super) fn cache(&self) -> Option<&Cache> {
+        self.compile_cache.as_deref()?.get().ok()
     }
 
     /// The plugin.
@@ -304,6 +321,53 @@ impl Client {
         // SAFETY: this function's contract; the library stays loaded.
         unsafe { self.inner.plugin.register_handler(target, *sym) }
     }
+}
+
+impl ClientInner {
+    /// The client's topology as the plugin serializes it (the CPU it compiles for), read once.
+    pub(super) fn topology(&self) -> Option<&[u8]> {
+        self.topology
+            .get_or_init(|| read_topology(self).ok())
+            .as_deref()
+    }
+}
+
+/// `PJRT_Client_TopologyDescription`, then `PJRT_TopologyDescription_Serialize` (the topology
+/// is the client's; the serialized bytes are released by their deleter).
+fn read_topology(client: &ClientInner) -> Result<Vec<u8>, RunError> {
+    let plugin = client.plugin;
+    let mut t = sys::PJRT_Client_TopologyDescription_Args::new();
+    t.client = client.raw;
+    plugin.call(
+        "PJRT_Client_TopologyDescription",
+        plugin.api.client_topology_description,
+        &mut t,
+    )?;
+    let mut s = sys::PJRT_TopologyDescription_Serialize_Args::new();
+    s.topology = t.topology;
+    let result = plugin.call(
+        "PJRT_TopologyDescription_Serialize",
+        plugin.api.topology_description_serialize,
+        &mut s,
+    );
+    // SAFETY: what the call above handed out (null pointers when it failed).
+    let bytes = unsafe {
+        handed_out(
+            s.serialized_bytes,
+            s.serialized_bytes_size,
+            s.serialized_topology,
+            s.serialized_topology_deleter,
+        )
+    };
+    let bytes = result.map(|()| bytes);
+    let bytes = bytes?;
+    if bytes.is_empty() {
+        return Err(RunError::Plugin {
+            path: plugin.path().to_path_buf(),
+            message: "its serialized topology is empty".into(),
+        });
+    }
+    Ok(bytes)
 }
 
 /// The manifest of a customop kernel cdylib (what its `customop_manifest()` returns, parsed):

@@ -4,12 +4,12 @@
 //! checked against what the compiled program expects, not only against the signature read from
 //! the program's text.
 
-use super::cache::{self, Key};
-use super::client::Client;
+use super::cache::{Key, KeyInputs};
+use super::client::{Client, ClientInner};
 use super::compiled_shape::entry_parameters;
 use super::error::RunError;
 use super::executable::Executable;
-use super::plugin::Plugin;
+use super::plugin::{Plugin, handed_out};
 use super::program::Program;
 use super::register::handler_registry;
 use super::sys::{self, Args};
@@ -49,8 +49,8 @@ impl Client {
         args.compile_options = options.as_ptr().cast();
         args.compile_options_size = options.len();
         let plugin = self.inner.plugin;
-        let cache = self.compile_cache.as_deref().and_then(|dir| {
-            Key::of(&self.inner, FORMAT, &program.code, &options).map(|key| (dir, key))
+        let cache = self.cache().and_then(|cache| {
+            key_of(&self.inner, FORMAT, &program.code, &options).map(|key| (cache, key))
         });
         let (raw, from_cache) = {
             // Shared: compiling (and loading a compiled program) looks handlers up in XLA's
@@ -59,8 +59,8 @@ impl Client {
             // An entry the plugin refuses to load is compiled again (and replaced below).
             let loaded = cache
                 .as_ref()
-                .and_then(|(dir, key)| cache::read(dir, key))
-                .and_then(|blob| cache::deserialize(&self.inner, &blob).ok());
+                .and_then(|(cache, key)| cache.read(key))
+                .and_then(|blob| deserialize(&self.inner, &blob).ok());
             match loaded {
                 Some(raw) => (raw, true),
                 None => {
@@ -72,10 +72,10 @@ impl Client {
             }
         };
         if !from_cache
-            && let Some((dir, key)) = &cache
-            && let Ok(blob) = cache::serialize(plugin, raw)
+            && let Some((cache, key)) = &cache
+            && let Ok(blob) = serialize(plugin, raw)
         {
-            cache::write(dir, key, &blob);
+            cache.write(key, &blob);
         }
         let (num_outputs, parameters) = read_compiled(plugin, raw);
         let mut exe = Executable::new(
@@ -96,6 +96,22 @@ impl Client {
         exe.set_compiled(num_outputs, parameters)?;
         Ok(exe)
     }
+}
+
+/// The compile cache's key for compiling `code` (format `format`) with `options` on `client`,
+/// or none when the plugin is not a known one (its hash unknown) or cannot describe its CPU.
+fn key_of(client: &ClientInner, format: &str, code: &[u8], options: &[u8]) -> Option<Key> {
+    let flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
+    Some(Key::of(&KeyInputs {
+        plugin_sha256: client.plugin.known_as()?.sha256,
+        topology: client.topology()?,
+        cpu_features: &crate::cpu::features().join(","),
+        xla_flags: flags.as_encoded_bytes(),
+        devices: client.devices.len(),
+        options,
+        format,
+        program: code,
+    }))
 }
 
 /// A compile error of a portable artifact written for a newer StableHLO than the plugin reads
@@ -193,6 +209,52 @@ fn optimized_program(
     plugin.call("PJRT_Executable_OptimizedProgram", f, &mut a)?;
     code.truncate(prog.code_size);
     Ok(code)
+}
+
+/// The serialized executable of `loaded` (`PJRT_Executable_Serialize`).
+pub(super) fn serialize(
+    plugin: &'static Plugin,
+    loaded: *mut sys::PJRT_LoadedExecutable,
+) -> Result<Vec<u8>, RunError> {
+    with_executable(plugin, loaded, |exe| {
+        let mut s = sys::PJRT_Executable_Serialize_Args::new();
+        s.executable = exe;
+        let result = plugin.call(
+            "PJRT_Executable_Serialize",
+            plugin.api.executable_serialize,
+            &mut s,
+        );
+        // SAFETY: what the call above handed out (null pointers when it failed).
+        let blob = unsafe {
+            handed_out(
+                s.serialized_bytes,
+                s.serialized_bytes_size,
+                s.serialized_executable,
+                s.serialized_executable_deleter,
+            )
+        };
+        result.map(|()| blob)
+    })?
+}
+
+/// Loads a serialized executable onto `client` (`PJRT_Executable_DeserializeAndLoad`, with
+/// the compile options the blob holds). Handlers must be registered before: XLA looks them up
+/// as it loads.
+pub(super) fn deserialize(
+    client: &ClientInner,
+    blob: &[u8],
+) -> Result<*mut sys::PJRT_LoadedExecutable, RunError> {
+    let plugin = client.plugin;
+    let mut a = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
+    a.client = client.raw;
+    a.serialized_executable = blob.as_ptr().cast();
+    a.serialized_executable_size = blob.len();
+    plugin.call(
+        "PJRT_Executable_DeserializeAndLoad",
+        plugin.api.executable_deserialize_and_load,
+        &mut a,
+    )?;
+    Ok(a.loaded_executable)
 }
 
 /// `CompileOptionsProto { executable_build_options { num_replicas: 1, num_partitions: n,

@@ -6,10 +6,9 @@ use super::buffer::{Buffer, DeviceTensor, Event, read_buffer, upload};
 use super::client::ClientInner;
 use super::error::RunError;
 use super::host::HostTensor;
-use super::inputs::{Inputs, check_type};
-use super::program::Signature;
 use super::register::handler_registry;
 use super::sharding::{assemble, shard_of};
+use super::signature::Signature;
 use super::sys::{self, Args};
 use crate::types::TensorType;
 use std::sync::Arc;
@@ -81,11 +80,6 @@ impl Executable {
     /// The number of devices each execution runs on (the mesh's, or 1).
     pub fn partitions(&self) -> usize {
         self.partitions
-    }
-
-    /// Inputs to fill by position ([`Inputs::arg`]) and external name ([`Inputs::external`]).
-    pub fn inputs(&self) -> Inputs<'_> {
-        Inputs::new(self, self.signature.as_ref().map_or(0, |s| s.params.len()))
     }
 
     pub(super) fn new(
@@ -409,6 +403,20 @@ pub(super) enum Check {
     WhatIsKnown,
 }
 
+/// An input for parameter `index` must be of the type the program's signature gives it.
+pub(super) fn check_type(
+    index: usize,
+    want: &TensorType,
+    got: &TensorType,
+) -> Result<(), RunError> {
+    if want != got {
+        return Err(RunError::Input(format!(
+            "argument {index} is {want}, but {got} was given"
+        )));
+    }
+    Ok(())
+}
+
 /// A buffer for parameter `index` must be what the compiled program takes.
 fn check_compiled(index: usize, want: &TensorType, got: &TensorType) -> Result<(), RunError> {
     if want != got {
@@ -420,7 +428,10 @@ fn check_compiled(index: usize, want: &TensorType, got: &TensorType) -> Result<(
     Ok(())
 }
 
-fn check_external_bytes(e: &super::program::ExternalSpec, a: &HostTensor) -> Result<(), RunError> {
+fn check_external_bytes(
+    e: &super::signature::ExternalSpec,
+    a: &HostTensor,
+) -> Result<(), RunError> {
     if a.bytes().len() != e.size {
         return Err(RunError::Input(format!(
             "external `{}` ({}) takes {} bytes, {} were given",

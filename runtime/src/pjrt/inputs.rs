@@ -3,7 +3,7 @@
 
 use super::buffer::{DeviceDescriptor, DeviceTensor};
 use super::error::RunError;
-use super::executable::{Check, Executable, Read, Slot};
+use super::executable::{Check, Executable, Read, Slot, check_type};
 use super::host::HostTensor;
 use crate::descriptor::Descriptor;
 use crate::types::{ElementType, TensorType};
@@ -15,11 +15,12 @@ pub struct Inputs<'e> {
     slots: Vec<Option<Given<'e>>>,
 }
 
-impl<'e> Inputs<'e> {
-    /// No input given yet, for a program with `n` arguments.
-    pub(super) fn new(exe: &'e Executable, n: usize) -> Inputs<'e> {
+impl Executable {
+    /// Inputs to fill by position ([`Inputs::arg`]) and external name ([`Inputs::external`]).
+    pub fn inputs(&self) -> Inputs<'_> {
+        let n = self.signature().map_or(0, |s| s.params.len());
         Inputs {
-            exe,
+            exe: self,
             slots: (0..n).map(|_| None).collect(),
         }
     }
@@ -171,17 +172,4 @@ impl<'e> Inputs<'e> {
         }
         self.exe.run_slots(&args, Read::InPlace, Check::Always)
     }
-}
-
-pub(super) fn check_type(
-    index: usize,
-    want: &TensorType,
-    got: &TensorType,
-) -> Result<(), RunError> {
-    if want != got {
-        return Err(RunError::Input(format!(
-            "argument {index} is {want}, but {got} was given"
-        )));
-    }
-    Ok(())
 }

@@ -30,6 +30,7 @@ mod jax_export;
 mod known;
 mod mlir_text;
 mod plugin;
+mod private_dir;
 mod program;
 mod register;
 #[cfg(test)]
@@ -49,7 +50,8 @@ pub use host::HostTensor;
 pub use inputs::Inputs;
 pub use known::{KnownPlugin, cache_dir};
 pub use plugin::{API_VERSIONS, PLUGIN_ENV, Plugin, default_plugin_path};
-pub use program::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Program, Signature};
+pub use program::Program;
+pub use signature::{DimSharding, ExternalSpec, MAX_MESH_DEVICES, Param, Signature};
 
 /// For the coverage-guided fuzz targets (`runtime/fuzz/`): what the runner reads of a compiled
 /// program (a serialized `HloModuleProto` or `HloModuleProtoWithConfig`), as

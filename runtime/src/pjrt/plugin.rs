@@ -62,7 +62,7 @@ mod installed;
 pub use installed::default_plugin_path;
 use installed::file_id;
 #[cfg(test)]
-use installed::{identity, stamp_path};
+use installed::{identity, stamp_path, stamp_text};
 
 fn loaded() -> &'static Mutex<HashMap<PathBuf, &'static Plugin>> {
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, &'static Plugin>>> = OnceLock::new();
@@ -407,6 +407,31 @@ fn find_ffi_extension(api: &'static sys::PJRT_Api) -> Option<&'static sys::PJRT_
 }
 
 pub(super) use crate::ffi::table::bytes;
+
+/// A copy of the `size` bytes at `bytes` that the plugin handed out with `object`, then
+/// `object` released by its `deleter` (if any): a serialized executable or topology.
+///
+/// # Safety
+/// `bytes` is null or points at `size` bytes that live until `deleter` runs on `object`;
+/// `deleter` is the plugin's own for `object`, not yet called.
+pub(super) unsafe fn handed_out<T>(
+    bytes: *const std::ffi::c_char,
+    size: usize,
+    object: *mut T,
+    deleter: Option<unsafe extern "C" fn(*mut T)>,
+) -> Vec<u8> {
+    let copy = if bytes.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `size` bytes at `bytes`, alive until the deleter runs (the caller's promise).
+        unsafe { self::bytes(bytes.cast(), size) }.to_vec()
+    };
+    if let Some(delete) = deleter {
+        // SAFETY: the plugin's deleter for the object it handed out, called once.
+        unsafe { delete(object) };
+    }
+    copy
+}
 
 #[cfg(test)]
 #[path = "plugin_tests.rs"]

@@ -2,6 +2,7 @@
 //! one open file (`Plugin::known`, `Plugin::installed`).
 
 use super::*;
+use crate::pjrt::private_dir::{PrivateDir, hex};
 
 /// Where the set-up installs the default plugin ([`KnownPlugin::default_plugin`]): customop's
 /// cache (`$CUSTOMOP_CACHE`, else `$XDG_CACHE_HOME/customop`, else `~/.cache/customop`), then
@@ -23,7 +24,7 @@ fn sha256_of(mut f: &std::fs::File) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&h.finalize()))
 }
 
 /// A file's identity (device, inode): what the dynamic loader compares to find a library
@@ -33,11 +34,42 @@ pub(super) fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
     (m.dev(), m.ino())
 }
 
-/// The stamp beside a verified plugin: its hash and the file's identity when it was hashed.
+/// The stamp beside a verified plugin: its hash and the file's identity when it was hashed,
+/// authenticated with the key of the plugin's folder (a private folder: [`PrivateDir`]).
 pub(super) fn stamp_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push(".customop-verified");
     PathBuf::from(p)
+}
+
+/// The stamp of a file of sha256 `hash` and identity `identity`, in folder `dir`: the two and
+/// their HMAC under the folder's key, which only this user can read, so that no one else can
+/// make a stamp that vouches for a file they replaced.
+pub(super) fn stamp_text(dir: &PrivateDir, hash: &str, identity: &str) -> String {
+    let said = format!("sha256 {hash} {identity}");
+    let mac = dir.mac(&[b"customop-plugin-stamp-1", said.as_bytes()]);
+    format!("{said} hmac {}\n", hex(&mac))
+}
+
+/// Whether `text` is a stamp of folder `dir` for a file of sha256 `hash` and identity
+/// `identity`.
+fn stamp_holds(dir: &PrivateDir, text: &str, hash: &str, identity: &str) -> bool {
+    let said = format!("sha256 {hash} {identity}");
+    let Some(mac) = text
+        .trim_end_matches('\n')
+        .strip_prefix(said.as_str())
+        .and_then(|rest| rest.strip_prefix(" hmac "))
+    else {
+        return false;
+    };
+    let bytes: Option<Vec<u8>> = (0..mac.len())
+        .step_by(2)
+        .map(|i| {
+            mac.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect();
+    bytes.is_some_and(|b| dir.verify(&[b"customop-plugin-stamp-1", said.as_bytes()], &b))
 }
 
 /// What the stamp records of an open file: device, inode, size, modification and change times
@@ -69,7 +101,10 @@ impl Plugin {
     /// safe way to load a plugin. The file is hashed once (about 0.2 s for 250 MB), and a stamp
     /// beside it (`<file>.customop-verified`) records the hash with the file's identity (device,
     /// inode, size, modification and change times); a later process whose open file has that
-    /// identity takes the stamp's hash rather than reading the file again. The library is loaded
+    /// identity takes the stamp's hash rather than reading the file again. The stamp is taken
+    /// only from a folder of the user's alone (owned by them, written by no one else) and only
+    /// with its HMAC under that folder's key (`.customop-key`, which only the user can read), so
+    /// no one else can vouch for a file they replaced; otherwise the file is hashed. The library is loaded
     /// from the open file that was checked (`/proc/self/fd/N`), so the bytes loaded are the
     /// bytes vouched for even if the path is replaced meanwhile. A plugin already loaded from
     /// that file by the unsafe [`Plugin::load`] (under any name) is refused: its bytes were
@@ -126,12 +161,17 @@ impl Plugin {
                 p.path.display()
             )));
         }
+        // The stamp is trusted only in a folder of this user's alone, under its key.
+        let folder = path.parent().and_then(|d| PrivateDir::open(d, true).ok());
         let stamp = stamp_path(path);
+        let stamp_name = stamp.file_name().and_then(|n| n.to_str());
         let identity = identity(&meta);
-        let stamped = std::fs::read_to_string(&stamp)
-            .ok()
-            .filter(|s| s.trim() == format!("sha256 {} {identity}", known.sha256));
-        if stamped.is_none() {
+        let stamped = folder.as_ref().zip(stamp_name).is_some_and(|(dir, name)| {
+            dir.read(name)
+                .and_then(|b| String::from_utf8(b).ok())
+                .is_some_and(|text| stamp_holds(dir, &text, known.sha256, &identity))
+        });
+        if !stamped {
             let hash = sha256_of(&file).map_err(|e| fail(format!("cannot read: {e}")))?;
             if hash != known.sha256 {
                 return Err(fail(format!(
@@ -143,12 +183,15 @@ impl Plugin {
                 )));
             }
             // Best effort: without the stamp the next process hashes the file again.
-            let _ = std::fs::write(&stamp, format!("sha256 {hash} {identity}\n"));
+            if let Some((dir, name)) = folder.as_ref().zip(stamp_name) {
+                let _ = dir.write(name, stamp_text(dir, &hash, &identity).as_bytes());
+            }
         }
         let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         // SAFETY: the open file is the known plugin, byte for byte (its hash, read through
         // this descriptor, which the loader opens again: the same inode; or the stamp of that
-        // hash for this very inode, size and change time), whose API version the runner takes;
+        // hash for this very inode, size and change time, authenticated under the key of a
+        // folder only this user can write), whose API version the runner takes;
         // no library of that inode was loaded before (checked above, under the map's lock).
         let p = unsafe { Plugin::load_locked(&mut map, &through, key, Some(id)) }?;
         let _ = p.verified.set(known);

@@ -1,5 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
+use crate::pjrt::private_dir::PrivateDir;
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 #[test]
@@ -233,25 +235,52 @@ fn a_plugin_file_loaded_unverified_is_never_marked_verified() {
     assert!(e.contains("its sha256 is "), "{e}");
     // A stamp whose identity is not the file's is not taken: the file is hashed.
     let meta = std::fs::metadata(&other).unwrap();
+    let folder = PrivateDir::open(&dir, true).unwrap();
     let stale = identity(&meta).replace("size 14", "size 15");
     std::fs::write(
         stamp_path(&other),
-        format!("sha256 {} {stale}\n", known.sha256),
+        stamp_text(&folder, known.sha256, &stale),
     )
     .unwrap();
     let e = Plugin::verified_at(&other, known).unwrap_err().to_string();
     assert!(e.contains("its sha256 is "), "{e}");
-    // The installed plugin itself is verified, under its real path, and stamped.
+    // A stamp for this very file, forged by whoever can write the folder but cannot read its
+    // key (the plain text of an earlier format, another key's code), is not taken either.
+    let said = format!("sha256 {} {}", known.sha256, identity(&meta));
+    let elsewhere = dir.join("elsewhere");
+    let other_key = PrivateDir::open(&elsewhere, true).unwrap();
+    for forged in [
+        format!("{said}\n"),
+        stamp_text(&other_key, known.sha256, &identity(&meta)),
+        format!("{said} hmac {}\n", "0".repeat(64)),
+    ] {
+        std::fs::write(stamp_path(&other), &forged).unwrap();
+        let e = Plugin::verified_at(&other, known).unwrap_err().to_string();
+        assert!(e.contains("its sha256 is "), "{forged}: {e}");
+    }
+    // Nor is a stamp in a folder that others can write, however it was made.
+    std::fs::write(
+        stamp_path(&other),
+        stamp_text(&folder, known.sha256, &identity(&meta)),
+    )
+    .unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = Plugin::verified_at(&other, known).unwrap_err().to_string();
+    assert!(e.contains("its sha256 is "), "{e}");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The installed plugin itself is verified, under its real path, and stamped, under the
+    // key of its folder.
     let v = Plugin::installed().unwrap();
     assert!(v.is_verified());
     assert_eq!(v.path(), installed.canonicalize().unwrap());
     let stamp = std::fs::read_to_string(stamp_path(&installed)).unwrap();
+    let installed_folder = PrivateDir::open(installed.parent().unwrap(), false).unwrap();
     assert_eq!(
-        stamp.trim(),
-        format!(
-            "sha256 {} {}",
+        stamp,
+        stamp_text(
+            &installed_folder,
             known.sha256,
-            identity(&std::fs::metadata(&installed).unwrap())
+            &identity(&std::fs::metadata(&installed).unwrap())
         )
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -3,7 +3,7 @@
 
 use super::error::RunError;
 use super::host::HostTensor;
-use super::program::DimSharding;
+use super::signature::DimSharding;
 use crate::types::{ElementType, TensorType};
 
 /// The mesh coordinates of device `d` (row-major over the axes, as devices are numbered).

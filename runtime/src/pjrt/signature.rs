@@ -1,11 +1,108 @@
 //! Reading `@main`'s signature from MLIR text, over the token tree of `mlir_text`: the one
 //! `func.func @main` in operation position (never one in a comment, a string, a quoted symbol
 //! name or a dialect attribute's body), each argument's type, `customop.external` annotation
-//! and Shardy sharding, each result's type and sharding, and the module's device mesh.
+//! and Shardy sharding, each result's type and sharding, and the module's device mesh; and
+//! the types that hold them.
 
+use super::error::RunError;
 use super::mlir_text::{self, Kind, Node, compact, split_commas};
-use super::program::{DimSharding, ExternalSpec, Param, Signature};
 use crate::types::{ElementType, TensorType};
+
+/// The most devices a program's mesh may have (the product of its axis sizes); a larger mesh
+/// is refused when the signature is read.
+pub const MAX_MESH_DEVICES: i64 = 1 << 16;
+
+/// What a `customop.external` annotation says of an argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalSpec {
+    /// The external's name (`f.external::<T>("name")`), by which inputs give it.
+    pub name: Option<String>,
+    /// The descriptor's name.
+    pub descriptor: String,
+    /// The descriptor layout's fingerprint.
+    pub fingerprint: u64,
+    /// The packed size in bytes.
+    pub size: usize,
+    /// Whether an op updates it.
+    pub mutable: bool,
+}
+
+/// How a value is split over the mesh: per dimension, the mesh axes it is split along
+/// (none: not split), as Shardy's `#sdy.sharding<@mesh, [{"x"}, {}]>` says.
+pub type DimSharding = Vec<Vec<String>>;
+
+/// One argument of `@main`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// Its position.
+    pub index: usize,
+    /// Its type.
+    pub ty: TensorType,
+    /// Its `customop.external` annotation.
+    pub external: Option<ExternalSpec>,
+    /// Its sharding, in a program with a mesh.
+    pub sharding: Option<DimSharding>,
+}
+
+/// `@main`'s signature as the runner reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// The arguments, in order.
+    pub params: Vec<Param>,
+    /// The results' types, in order.
+    pub results: Vec<TensorType>,
+    /// The results' shardings (`None` each when the program has no mesh).
+    pub result_shardings: Vec<Option<DimSharding>>,
+    /// The device mesh (`sdy.mesh`): axis names and sizes, in order.
+    pub mesh: Vec<(String, i64)>,
+}
+
+impl Signature {
+    /// Reads `@main`'s signature from MLIR text (the entry function in pretty form; the
+    /// rest of the module in any form).
+    pub fn parse(text: &str) -> Result<Signature, RunError> {
+        let sig = read(text).map_err(RunError::Program)?;
+        sig.check()?;
+        Ok(sig)
+    }
+
+    /// Whether the signature is one the runner can use: parameters numbered by position, one
+    /// sharding entry per result, mesh axes of positive size.
+    pub(super) fn check(&self) -> Result<(), RunError> {
+        if let Some((i, p)) = self.params.iter().enumerate().find(|(i, p)| p.index != *i) {
+            return Err(RunError::Program(format!(
+                "parameter {i} of the signature says it is argument {}",
+                p.index
+            )));
+        }
+        if self.result_shardings.len() != self.results.len() {
+            return Err(RunError::Program(format!(
+                "the signature has {} results but {} result shardings",
+                self.results.len(),
+                self.result_shardings.len()
+            )));
+        }
+        if let Some((a, n)) = self.mesh.iter().find(|(_, n)| *n <= 0) {
+            return Err(RunError::Program(format!("mesh axis `{a}` has size {n}")));
+        }
+        if self.checked_mesh_devices().is_none() {
+            return Err(RunError::Program(format!(
+                "the mesh {:?} has more than {MAX_MESH_DEVICES} devices",
+                self.mesh
+            )));
+        }
+        Ok(())
+    }
+
+    /// The product of the mesh's axis sizes, if it is at most [`MAX_MESH_DEVICES`] (checked
+    /// arithmetic: sizes come from the program's text).
+    pub(super) fn checked_mesh_devices(&self) -> Option<i64> {
+        self.mesh
+            .iter()
+            .try_fold(1i64, |acc, (_, n)| acc.checked_mul(*n))
+            .filter(|&d| d <= MAX_MESH_DEVICES)
+    }
+}
 
 /// Reads the signature of the program `text`.
 pub(super) fn read(text: &str) -> Result<Signature, String> {

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::types::ElementType;
+use crate::types::{ElementType, TensorType};
 
 const SEED: &str = r#"module {
   func.func @main(%arg0: tensor<3x3xf32>, %arg1: tensor<56xui8> {customop.external = {descriptor = "my_lib::Blob", fingerprint = "0x0731d6f6ff09d648", mutable = false, name = "external", size = 56 : i64}}) -> tensor<3xi8> {
