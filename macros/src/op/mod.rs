@@ -4,6 +4,7 @@
 //! is its companion module (see below), also when there are errors, so that names keep
 //! resolving and only the real errors show.
 
+mod build;
 mod check;
 mod classify;
 mod expand;

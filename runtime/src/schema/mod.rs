@@ -340,7 +340,7 @@ impl TensorDtype {
             TensorDtype::Fixed(e) => core::slice::from_ref(e),
             TensorDtype::Var { allowed, .. } => allowed.as_slice(),
         };
-        if crate::vjp::differentiable_types(allowed) {
+        if crate::types::differentiable_types(allowed) {
             allowed.to_vec()
         } else {
             Vec::new()

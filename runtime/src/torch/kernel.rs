@@ -13,8 +13,8 @@ use super::attrs::{
 use super::packed;
 use super::torch_refusal;
 use super::values::{
-    Attr, Env, Failure, Owned, contiguous_strides, float_bytes, int_bytes, next_handle, range_text,
-    torch_failed,
+    Attr, Env, Failure, Owned, View, contiguous_strides, float_bytes, int_bytes, next_handle,
+    range_text, torch_failed,
 };
 use crate::ffi::abi::{
     XLA_FFI_ATTR_TYPE_ARRAY, XLA_FFI_ATTR_TYPE_SCALAR, XLA_FFI_ATTR_TYPE_STRING,
@@ -45,25 +45,6 @@ macro_rules! torch {
             return Err(torch_failed(concat!("aoti_torch_", stringify!($f))));
         }
     };
-}
-
-/// A tensor as the handler sees it.
-pub(super) struct View {
-    /// The (contiguous) tensor whose memory the handler reads.
-    handle: Tensor,
-    /// The argument itself (a `&mut` external's new bytes are copied back into it).
-    original: Tensor,
-    dtype: i32,
-    element: Option<ElementType>,
-    pub(super) dims: Vec<i64>,
-    data: *mut c_void,
-}
-
-impl View {
-    fn nbytes(&self) -> usize {
-        let n: i64 = self.dims.iter().product();
-        usize::try_from(n).unwrap_or(0) * self.element.map_or(0, ElementType::byte_size)
-    }
 }
 
 /// Reads tensor `h` (making a contiguous copy on the CPU when it is not contiguous).

@@ -1,12 +1,30 @@
-//! What a native call holds besides its views: the tensor handles it owns, attribute values
-//! as the handler receives them, and a shape rule's values.
+//! What a native call holds: its tensors as the handler sees them, the tensor handles it owns,
+//! attribute values as the handler receives them, and a shape rule's values.
 
 use super::api::{Api, Tensor};
-use super::kernel::View;
 use crate::plan::ShapeEnv;
 use crate::types::ElementType;
 use core::ffi::c_void;
 use core::ptr::null_mut;
+
+/// A tensor as the handler sees it.
+pub(super) struct View {
+    /// The (contiguous) tensor whose memory the handler reads.
+    pub(super) handle: Tensor,
+    /// The argument itself (a `&mut` external's new bytes are copied back into it).
+    pub(super) original: Tensor,
+    pub(super) dtype: i32,
+    pub(super) element: Option<ElementType>,
+    pub(super) dims: Vec<i64>,
+    pub(super) data: *mut c_void,
+}
+
+impl View {
+    pub(super) fn nbytes(&self) -> usize {
+        let n: i64 = self.dims.iter().product();
+        usize::try_from(n).unwrap_or(0) * self.element.map_or(0, ElementType::byte_size)
+    }
+}
 
 /// Handles the kernel owns, deleted on drop: tensors, and (torch 2.10 and later) the strings
 /// and lists torch hands a kernel.

@@ -250,6 +250,21 @@ impl ElementType {
     }
 }
 
+/// Whether a tensor that may be any of `allowed` (one fixed type, or a type parameter's list)
+/// gets a derivative: every one of them has one ([`ElementType::is_differentiable`]). A type
+/// parameter that also allows an integer type has none at any instance, so that one backward
+/// op serves every instance: its `d_x` would have no type at `i32`.
+pub(crate) const fn differentiable_types(allowed: &[ElementType]) -> bool {
+    let mut i = 0;
+    while i < allowed.len() {
+        if !allowed[i].is_differentiable() {
+            return false;
+        }
+        i += 1;
+    }
+    !allowed.is_empty()
+}
+
 impl ElementType {}
 
 impl fmt::Display for ElementType {

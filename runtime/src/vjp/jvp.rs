@@ -47,6 +47,19 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
     if let Err(m) = check_common(fwd, tan, Rule::Tangent) {
         return Err(m);
     }
+    // Each output a tangent it returns, each other parameter a value it takes.
+    let mut i = 0;
+    while i < tan.params.len() {
+        let p = tan.params[i];
+        i += 1;
+        let checked = match p.role {
+            Role::Output => check_output_tangent(fwd, tan, p),
+            _ => check_input(fwd, tan, p),
+        };
+        if let Err(m) = checked {
+            return Err(m);
+        }
+    }
     // Every differentiable input's tangent is taken, every differentiable output's returned.
     let mut i = 0;
     while i < fwd.params.len() {
@@ -81,7 +94,7 @@ pub const fn check(fwd: &Signature, tan: &Signature) -> Result<(), Msg> {
 
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-pub(super) const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
+const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
     if !matches!(t.role, Role::Input) || strip_t(t.name).is_none() || find(fwd, t.name).is_some() {
         return check_residual_of(fwd, t, head(fwd, tan), Rule::Tangent);
     }
@@ -117,11 +130,7 @@ pub(super) const fn check_input(fwd: &Signature, tan: &Signature, t: ParamSig) -
 
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
-pub(super) const fn check_output_tangent(
-    fwd: &Signature,
-    tan: &Signature,
-    t: ParamSig,
-) -> Result<(), Msg> {
+const fn check_output_tangent(fwd: &Signature, tan: &Signature, t: ParamSig) -> Result<(), Msg> {
     let out = match strip_t(t.name) {
         Some(of) => find(fwd, of),
         None => None,

@@ -15,7 +15,7 @@
 //! opaque result declares none (its state or result has no cotangent).
 
 use crate::schema::{ResidualSource, VjpInput, VjpSchema};
-use crate::types::ElementType;
+use crate::types::{ElementType, differentiable_types};
 
 pub mod jvp;
 mod msg;
@@ -174,21 +174,6 @@ const fn same_tensor(a: ParamSig, b: ParamSig) -> bool {
     ranks && same_dtype(a.dtype, b.dtype)
 }
 
-/// Whether a tensor that may be any of `allowed` (one fixed type, or a type parameter's list)
-/// gets a derivative: every one of them has one ([`ElementType::is_differentiable`]). A type
-/// parameter that also allows an integer type has none at any instance, so that one backward
-/// op serves every instance: its `d_x` would have no type at `i32`.
-pub const fn differentiable_types(allowed: &[ElementType]) -> bool {
-    let mut i = 0;
-    while i < allowed.len() {
-        if !allowed[i].is_differentiable() {
-            return false;
-        }
-        i += 1;
-    }
-    !allowed.is_empty()
-}
-
 /// Whether a tensor of this type gets a gradient: `f16`, `bf16`, `f32`, `f64`, or a type
 /// parameter allowing only those ([`differentiable_types`]).
 pub const fn differentiable(d: SigDtype) -> bool {
@@ -211,6 +196,19 @@ const fn head(fwd: &Signature, bwd: &Signature) -> Msg {
 pub const fn check(fwd: &Signature, bwd: &Signature) -> Result<(), Msg> {
     if let Err(m) = check_common(fwd, bwd, Rule::Backward) {
         return Err(m);
+    }
+    // Each output a gradient it returns, each other parameter a value it takes.
+    let mut i = 0;
+    while i < bwd.params.len() {
+        let p = bwd.params[i];
+        i += 1;
+        let checked = match p.role {
+            Role::Output => check_gradient(fwd, bwd, p),
+            _ => check_residual(fwd, bwd, p),
+        };
+        if let Err(m) = checked {
+            return Err(m);
+        }
     }
     // Every differentiable input has its gradient.
     let mut i = 0;

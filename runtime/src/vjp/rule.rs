@@ -78,8 +78,8 @@ pub(super) const fn head(fwd: &Signature, rule_op: &Signature, rule: Rule) -> Ms
 
 /// What both rules check alike, first: neither op has an opaque result (it has no derivative;
 /// the rule op returns derivatives only), the forward has no `&mut` external and the rule op
-/// takes none; then each of the rule op's parameters, an output as a derivative it returns,
-/// any other as a value it takes (each rule's own checks).
+/// takes none. Each rule then checks each of the rule op's parameters: an output as a
+/// derivative it returns, any other as a value it takes.
 // Evaluated at compile time only: the size of the error does not matter.
 #[allow(clippy::result_large_err)]
 pub(super) const fn check_common(
@@ -87,24 +87,7 @@ pub(super) const fn check_common(
     rule_op: &Signature,
     rule: Rule,
 ) -> Result<(), Msg> {
-    if let Err(m) = check_opening(fwd, rule_op, head(fwd, rule_op, rule), rule) {
-        return Err(m);
-    }
-    let mut i = 0;
-    while i < rule_op.params.len() {
-        let p = rule_op.params[i];
-        i += 1;
-        let checked = match (rule, p.role) {
-            (Rule::Backward, Role::Output) => super::check_gradient(fwd, rule_op, p),
-            (Rule::Backward, _) => super::check_residual(fwd, rule_op, p),
-            (Rule::Tangent, Role::Output) => super::jvp::check_output_tangent(fwd, rule_op, p),
-            (Rule::Tangent, _) => super::jvp::check_input(fwd, rule_op, p),
-        };
-        if let Err(m) = checked {
-            return Err(m);
-        }
-    }
-    Ok(())
+    check_opening(fwd, rule_op, head(fwd, rule_op, rule), rule)
 }
 
 // Evaluated at compile time only: the size of the error does not matter.
