@@ -16,9 +16,11 @@ use std::sync::Mutex;
 /// the process has loaded. Ops torch cannot call ([`torch_refusal`]), and on torch 2.9 those
 /// with `str`, descriptor or list attributes (2.9 passes them to no native kernel; the Python
 /// path carries them), are skipped, each named in `message`; so is an op torch has already
-/// (defined by `customop.torch.load`'s Python path, or by another library). Each op is defined
-/// and registered as a whole: when its kernels cannot be registered, its definition is taken
-/// back, so that no op is left defined without a kernel. Returns the number of ops registered
+/// (defined by `customop.torch.load`'s Python path, or by another library). Registration is
+/// atomic per op, not for the library: each op is defined and registered as a whole, and when
+/// its kernels cannot be registered (an error, or a panic in customop) its definition is taken
+/// back, so that no op is left defined without a kernel; the ops registered before it stay.
+/// Returns the number of ops registered
 /// (those registered by an earlier call count, not registered again), or -1 with the reason in
 /// `message` (a panic in customop included: it does not cross into C). The definitions stay
 /// for the process.
@@ -95,11 +97,9 @@ fn register_all(libtorch: Option<&str>) -> Result<(usize, Vec<String>), String> 
                 ));
                 continue;
             };
-            if let Err(e) = register(Some(libtorch), Some(&schema.name), Some(&schema.name)) {
-                // All or nothing: the definition goes with the kernels that failed.
-                fragment.delete(api);
-                return Err(e);
-            }
+            // All or nothing: an error (or a panic) here drops the fragment, and the definition
+            // goes with the kernels that failed.
+            register(Some(libtorch), Some(&schema.name), Some(&schema.name))?;
             fragment.keep();
         }
         done += 1;
@@ -110,22 +110,36 @@ fn register_all(libtorch: Option<&str>) -> Result<(usize, Vec<String>), String> 
 /// The fragments that define this library's ops, kept for the process.
 static FRAGMENTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// A fragment holding one op's definition, until it is kept or deleted.
-struct Fragment(LibraryHandle);
+/// A fragment holding one op's definition: deleted when dropped (an error returned, a panic
+/// unwinding, anything before [`Fragment::keep`]), so that no op stays defined without its
+/// kernels; kept for the process once they are registered.
+struct Fragment {
+    lib: LibraryHandle,
+    /// torch's `aoti_torch_delete_library_object` ([`Api::delete_library_object`]).
+    delete: unsafe extern "C" fn(LibraryHandle) -> i32,
+    kept: bool,
+}
 
 impl Fragment {
     /// Keeps the definition for the process.
-    fn keep(self) {
+    fn keep(mut self) {
+        self.kept = true;
         FRAGMENTS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(self.0 as usize);
+            .push(self.lib as usize);
     }
+}
 
-    /// Takes the definition back (torch unregisters what a deleted library registered).
-    fn delete(self, api: &Api) {
-        // SAFETY: a live handle `library_init_fragment` returned, deleted once (consumed).
-        unsafe { (api.delete_library_object)(self.0) };
+impl Drop for Fragment {
+    /// Takes the definition back (torch unregisters what a deleted library registered),
+    /// unless it was kept.
+    fn drop(&mut self) {
+        if !self.kept {
+            // SAFETY: a live handle `library_init_fragment` returned, deleted once (here, as
+            // the fragment goes, and only if it was not kept).
+            unsafe { (self.delete)(self.lib) };
+        }
     }
 }
 
@@ -148,11 +162,71 @@ fn define(api: &'static Api, schema: &crate::schema::OpSchema) -> Result<Option<
     if status != 0 || lib.is_null() {
         return Err(format!("torch refused a fragment for `{}`", schema.name));
     }
-    let fragment = Fragment(lib);
+    let fragment = Fragment {
+        lib,
+        delete: api.delete_library_object,
+        kept: false,
+    };
     // SAFETY: a live library handle and a NUL-terminated schema.
     if unsafe { (api.library_def)(lib, c_def.as_ptr()) } != 0 {
-        fragment.delete(api);
+        // Dropped: deleted.
         return Ok(None);
     }
     Ok(Some(fragment))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The handles the fake `delete_library_object` was called with.
+    static DELETED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn fake_delete(lib: LibraryHandle) -> i32 {
+        DELETED.lock().unwrap().push(lib as usize);
+        0
+    }
+
+    fn fragment(handle: usize) -> Fragment {
+        Fragment {
+            lib: handle as LibraryHandle,
+            delete: fake_delete,
+            kept: false,
+        }
+    }
+
+    fn deleted(handle: usize) -> usize {
+        DELETED
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&h| h == handle)
+            .count()
+    }
+
+    /// Between its definition and its kernels, a panic, an error returned, or a refusal leaves
+    /// no op defined: the fragment is deleted once; a kept one never is.
+    #[test]
+    fn a_fragment_is_deleted_unless_kept_on_a_panic_or_an_error() {
+        let panicked = std::panic::catch_unwind(|| {
+            let _f = fragment(0x5101);
+            panic!("a kernel's registration panicked");
+        });
+        assert!(panicked.is_err());
+        assert_eq!(deleted(0x5101), 1);
+        let failed = || -> Result<(), String> {
+            let f = fragment(0x5102);
+            Err("its kernels were refused".to_string())?;
+            f.keep();
+            Ok(())
+        };
+        assert!(failed().is_err());
+        assert_eq!(deleted(0x5102), 1);
+        fragment(0x5103).keep();
+        assert_eq!(deleted(0x5103), 0);
+        let mut kept = FRAGMENTS.lock().unwrap();
+        assert!(kept.contains(&0x5103));
+        kept.retain(|&h| h != 0x5103);
+    }
 }
