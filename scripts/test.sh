@@ -220,15 +220,15 @@ lane_jax() {
   # (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
   py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
   # The Python path (native=0) is the same Python code on every torch: on the newest torch it
-  # runs the eager and autograd suites, the native path everything.
+  # runs the eager, autograd and differentiability suites, the native path everything.
   for native in 1 0; do
     export CUSTOMOP_TORCH_NATIVE=$native
     py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
     py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
+    py_tests "which inputs and outputs have a derivative (in-place ops refused) on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
     [ "$native" = 1 ] || continue
     py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
     py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
-    py_tests "which inputs and outputs have a derivative on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
     py_tests "DTensor from partition(...) on $TORCH_TAG, native=$native" tests/torch/test_dtensor.py "$TORCH_NEWEST_PYTHON"
     # Their torch exports go through torchax here (tests/xla/torch_exporters.py).
     py_tests "computed output shapes on $TORCH_TAG (export through torchax), native=$native" tests/xla/test_computed_shapes.py "$TORCH_NEWEST_PYTHON"

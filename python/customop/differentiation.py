@@ -20,7 +20,8 @@ from typing import Any
 from .elements import ElementType, ElementTypes
 from .layout import Json, ManifestError, json_field
 
-__all__ = ["Derivatives", "NotDifferentiableError", "input_refusal", "output_refusal"]
+__all__ = ["Derivatives", "NotDifferentiableError", "input_refusal", "output_refusal",
+           "in_place_refusal"]
 
 
 class NotDifferentiableError(TypeError):
@@ -99,3 +100,17 @@ def output_refusal(sch: Any, types: ElementTypes, name: str, dtype: Any) -> str:
             "refuses rather than give a zero: use the output without differentiating through "
             "it (stop its gradient), or declare it with f16, bf16, f32 or f64 only."
             % (sch.name, name, dtype, _why(declared, name, types)))
+
+
+def in_place_refusal(sch: Any, updated: str, name: str, stop: str) -> str:
+    """The message for a call of op `sch`, which updates tensor `updated` in place
+    (`#[inout]`), on input `name`, which carries a derivative: such an op declares none (Rust
+    refuses a `vjp` or `jvp` for it), and the updated tensor would carry the old derivative, or
+    none, with the new values."""
+    return ("%s updates `%s` in place (`#[inout]`), and an op that updates a tensor in place "
+            "has no derivative in customop: its input `%s` requires a gradient, which would be "
+            "lost (the updated `%s` would keep the derivative of its old values, or none). "
+            "customop refuses rather than give a wrong gradient, as torch's own `out=` "
+            "functions do. Call it on inputs that need no gradient (%s), or declare an op that "
+            "returns its result, with a backward (`vjp = ...`)."
+            % (sch.name, updated, name, updated, stop))

@@ -4,6 +4,7 @@ torch.func.grad and torch.func.jvp (and torch.autograd.forward_ad), eagerly and 
 torch.compile. One that has a derivative gets the real one (against plain torch's); one that
 has none is refused by name (`NotDifferentiableError` naming the op, the input or output and
 its dtype) when a derivative is asked through it: never a zero, never a `.grad` left None.
+An op that updates a tensor in place (`#[inout]`) refuses a call on inputs that require grad.
 Part of the contract test: the JAX half is tests/xla/test_differentiability.py.
 
 Run on both paths, as every torch test: CUSTOMOP_TORCH_NATIVE=1 (default) or 0, with
@@ -101,6 +102,74 @@ class Refusals(unittest.TestCase):
         """An op with a derivative at its types but no tangent op: NoForwardRuleError."""
         with self.assertRaises(NoForwardRuleError):
             torch.func.jvp(lambda x: E.mean_pool(x, k=2, stride=1), (X,), (X,))
+
+
+class InPlace(unittest.TestCase):
+    """An op that updates a tensor in place (`#[inout]`) has no derivative (Rust refuses a rule
+    for one): a call whose inputs require grad is refused by name before anything is written,
+    where the updated tensor kept its old derivative, or none, and gradients were lost without
+    an error. pytorch/extension-cpp's `myadd_out(a, b, out)` as its users call it."""
+
+    def assert_refused(self, run, op, updated, name):
+        with self.assertRaises(NotDifferentiableError) as cm:
+            run()
+        m = str(cm.exception)
+        for part in (op, "updates `%s` in place" % updated, "input `%s` requires a gradient"
+                     % name, "x.detach()"):
+            self.assertIn(part, m)
+
+    def test_the_peers_schema(self):
+        """The port keeps extension-cpp's schema: `out` a mutated argument, nothing returned."""
+        self.assertEqual(E.myadd_out.default._schema, torch._C.parse_schema(
+            "example::myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()"))
+
+    def test_inputs_that_require_grad_are_refused_before_anything_is_written(self):
+        """extension-cpp's test: a and b require grad, `(out * w).sum().backward()` then left
+        a.grad and b.grad None with no error; now the call itself is refused, `out` untouched
+        (values and version)."""
+        a, b = X.clone().requires_grad_(), W.clone().requires_grad_()
+        out = torch.zeros(2, 3)
+        self.assert_refused(lambda: E.myadd_out(a, b, out), "example::myadd_out", "out", "a")
+        self.assert_refused(lambda: E.myadd_out(X, b, out), "example::myadd_out", "out", "b")
+        self.assertTrue(torch.equal(out, torch.zeros(2, 3)))
+        self.assertEqual(out._version, 0)
+        self.assertFalse(out.requires_grad)
+        # A leaf that requires grad, updated in place: refused, as torch refuses its own.
+        leaf = torch.zeros(2, 3, requires_grad=True)
+        self.assert_refused(lambda: E.myadd_out(X, W, leaf), "example::myadd_out", "out", "out")
+        self.assertTrue(torch.equal(leaf.detach(), torch.zeros(2, 3)))
+        # A tensor carrying a graph (its old values' derivative), updated: refused too; its
+        # backward would have given the old values' gradient.
+        v = W.clone().requires_grad_()
+        y = v * 2
+        self.assert_refused(lambda: E.scale_in_place(y, factor=3.0), "example::scale_in_place",
+                            "x", "x")
+        self.assertTrue(torch.equal(y.detach(), W * 2))
+        # Under torch.func.grad and torch.compile alike.
+        self.assert_refused(
+            lambda: torch.func.grad(lambda a: (E.myadd_out(a, W, out), out.sum())[1])(X),
+            "example::myadd_out", "out", "a")
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, "example::myadd_out updates `out` in place"):
+            torch.compile(lambda a, b, o: E.myadd_out(a, b, o))(a, b, out)
+
+    def test_inputs_without_gradients_run_and_bump_the_version(self):
+        """Detached, or under no_grad, it runs; the updated tensor's version counter moves, so
+        a graph that saved its old values refuses to use them."""
+        a, b = X.clone().requires_grad_(), W.clone().requires_grad_()
+        out = torch.zeros(2, 3)
+        E.myadd_out(a.detach(), b.detach(), out)
+        self.assertTrue(torch.equal(out, X + W))
+        with torch.no_grad():
+            E.myadd_out(a, b, out)
+        self.assertTrue(torch.equal(out, X + W))
+        w = torch.ones(2, 3, requires_grad=True)
+        saved = out * w   # saves `out` for w's gradient
+        before = out._version
+        E.myadd_out(X, X, out)
+        self.assertGreater(out._version, before)
+        with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+            saved.sum().backward()
 
 
 if __name__ == "__main__":

@@ -133,6 +133,8 @@ def calls(lib: Any) -> list[Call]:
         Call("example::scale_in_place", [x23.copy()], {"factor": np.float32(1.5)}, batched=(0,)),
         Call("example::cache_write", [_pos((4, 3), seed=11), _pos((3,), seed=12)], {"at": 2},
              batched=(0, 1)),
+        Call("example::myadd_out", [x23, x23[::-1].copy(), np.zeros((2, 3), np.float32)],
+             batched=(0, 1, 2)),
         Call("example::histogram_add", [x23, np.zeros(5, np.int64), np.array(0.5)],
              {"lo": np.float32(0.0), "hi": np.float32(5.0)}, batched=(0, 1, 2)),
         Call("example::sum_attrs", [x23.astype(np.float64)], {"scale": 2.0, "a": 1, "b": [0.5]},

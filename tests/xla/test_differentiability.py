@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
-from customop.xla import Library, NoForwardRuleError, NotDifferentiableError
+from customop.xla import Library, NoForwardRuleError, NoGradientError, NotDifferentiableError
 
 LIB = Library(os.environ["CUSTOMOP_KERNELS"])
 LIB.register()
@@ -115,6 +115,24 @@ class Refusals(unittest.TestCase):
         """An op with a derivative at its types but no tangent op: NoForwardRuleError."""
         with self.assertRaises(NoForwardRuleError):
             jax.jvp(lambda x: OPS.mean_pool(x, k=2, stride=1), (X,), (X,))
+
+    def test_an_op_that_updates_a_tensor_in_place_has_none(self):
+        """myadd_out(a, b, out) (`out` updated in place, returned as a result in JAX): a
+        gradient through any of its operands, or a tangent, is refused by name, eagerly and
+        under jit; without one it runs."""
+        out = np.zeros((2, 3), np.float32)
+        np.testing.assert_array_equal(OPS.myadd_out(X, W, out), X + W)
+        for how, t in TRANSFORMS.items():
+            for argnum in range(3):
+                with self.subTest(how, argnum=argnum), \
+                        self.assertRaisesRegex(NoGradientError, "example::myadd_out has no "
+                                               "gradient"):
+                    t(jax.grad(lambda *a: OPS.myadd_out(*a).sum(), argnum))(X, W, out)
+            with self.assertRaisesRegex(NoForwardRuleError, "example::myadd_out has no "
+                                        "forward-mode rule"):
+                t(lambda o: jax.jvp(lambda o: OPS.myadd_out(X, W, o), (o,), (o,)))(out)
+        g = jax.grad(lambda a: OPS.myadd_out(jax.lax.stop_gradient(a), W, out).sum() + a.sum())(X)
+        np.testing.assert_array_equal(g, np.ones_like(X))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,30 @@ pub fn cache_write(
     Ok(())
 }
 
+/// pytorch/extension-cpp's `myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()`: `out = a + b`,
+/// written into `out`, which is updated in place and not returned. Like every op that updates a
+/// tensor in place, it has no derivative: torch refuses a call whose inputs require grad (as its
+/// own `out=` functions do), JAX a gradient through it.
+#[custom_op(name = "example::myadd_out")]
+pub fn myadd_out(
+    a: TensorRef<'_, f32>,
+    b: TensorRef<'_, f32>,
+    #[inout] mut out: TensorMut<'_, f32>,
+) -> Result<(), OpError> {
+    if a.dims() != b.dims() || a.dims() != out.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "myadd_out: a is {:?}, b {:?}, out {:?}: all of one shape",
+            a.dims(),
+            b.dims(),
+            out.dims()
+        )));
+    }
+    for ((o, &x), &y) in out.as_mut_slice().iter_mut().zip(a.as_slice()).zip(b.as_slice()) {
+        *o = x + y;
+    }
+    Ok(())
+}
+
 /// A histogram over `[lo, hi)` accumulated in place, `counts[bin(v)] += 1` for each value of
 /// `x` (values outside are not counted), and `total` (a scalar, in place too) `+=` their sum.
 #[custom_op(name = "example::histogram_add")]

@@ -55,6 +55,7 @@ fn the_manifest_lists_every_op_including_the_dependency_crates() {
             "example::mulw",
             "example::mulw_bwd",
             "example::mulw_jvp",
+            "example::myadd_out",
             "example::pack_i4",
             "example::passthrough",
             "example::pool_probe",

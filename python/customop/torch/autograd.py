@@ -17,9 +17,10 @@ from torch.autograd import forward_ad as _forward_ad
 _peek_interpreter = torch._C._functorch.peek_interpreter_stack
 _is_compiling = torch.compiler.is_compiling
 
-from ..differentiation import NotDifferentiableError, input_refusal, output_refusal
+from ..differentiation import (NotDifferentiableError, in_place_refusal, input_refusal,
+                               output_refusal)
 from ..elements import ElementTypes
-from ..manifest import OpSchema
+from ..manifest import OpSchema, UpdatedTensor
 from .native import reraise
 
 __all__ = ["NoGradientError", "NoForwardRuleError", "NotDifferentiableError", "autograd_kernel"]
@@ -133,6 +134,15 @@ def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
     derivatives = sch.derivatives
     operands = [o.name for o in sch.operands]
     results = [r.name for r in sch.results]
+    # The tensors the op updates in place (`#[inout]`): such an op has no derivative, and a
+    # call on inputs that require grad is refused (the updated tensor would keep its old
+    # derivative, or none, silently).
+    updated = [r.param for r in sch.results if isinstance(r, UpdatedTensor)]
+
+    def refuse_in_place(args: tuple[Any, ...]) -> None:
+        name = next(n for n, a in zip(operands, args)
+                    if isinstance(a, torch.Tensor) and a.requires_grad)
+        raise NotDifferentiableError(in_place_refusal(sch, updated[0], name, _STOP))
 
     def input_without(i: int, a: Any) -> str | None:
         """Why operand `i` (`a`, which carries a derivative) has none, or None."""
@@ -322,6 +332,8 @@ def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
                     % name)
             return forward_mode(keyset, args, kwargs)
         if grad_enabled() and any_requires_grad(*args):
+            if updated:
+                refuse_in_place(args)
             return apply(keyset, kwargs, args)
         return below_autograd(keyset, args, kwargs)
 
