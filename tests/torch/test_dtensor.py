@@ -7,7 +7,8 @@ eagerly and under torch.compile, with no collective; tensor parallelism (paralle
 DTensors kept) around the norm equals one process; a model under FSDP2 (`fully_shard`) trains
 three steps to one process's weights; an op with no partition (`softplus`) runs on replicated
 inputs; a placement no strategy takes (columns) is redistributed, never wrong; an op with a
-side effect is refused by name.
+side effect is refused by name; uneven shards (7 rows) and a 2-D mesh; and a hand-made rule
+whose factor misses a result gives no sharded strategy.
 
 Run on both paths: CUSTOMOP_TORCH_NATIVE=1 (default) or 0, with
 CUSTOMOP_KERNELS=target/kernels/debug/libcustomop_example_kernels.so \\
@@ -20,6 +21,9 @@ import socket
 import subprocess
 import sys
 import unittest
+
+from customop.library import KernelLibrary
+from customop.manifest import OpSchema
 
 # 4 ranks on the native path only (the Python path is the same code at any world size).
 WORLDS = (2, 4) if os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1" else (2,)
@@ -68,6 +72,35 @@ said["rms_norm_t"] = {"placements": repr(y.placements), "grad_placements": repr(
                       "collectives": {str(k): v for k, v in comm.get_comm_counts().items()},
                       "forward": bool(torch.allclose(y.full_tensor(), E.rms_norm_t(x, eps=1e-3))),
                       "backward": bool(torch.allclose(xg.grad.full_tensor(), x1.grad))}
+
+# Uneven shards: 7 rows on the ranks (4 and 3 on 2, 2-2-2-1 on 4), forward and backward.
+x7 = torch.randn(7, 16, dtype=torch.float64, generator=g)
+w7 = torch.rand(7, dtype=torch.float64, generator=g) + 0.5
+x7d = distribute_tensor(x7, mesh, [Shard(0)]).requires_grad_()
+w7d = distribute_tensor(w7, mesh, [Shard(0)])
+with CommDebugMode() as comm:
+    y7 = E.scale_rows(E.rms_norm_t(x7d, eps=1e-3), w7d)
+    y7.to_local().pow(2).sum().backward()
+x71 = x7.clone().requires_grad_()
+E.scale_rows(E.rms_norm_t(x71, eps=1e-3), w7).pow(2).sum().backward()
+said["uneven"] = {"placements": repr(y7.placements), "rows": list(y7.to_local().shape)[0],
+                  "collectives": comm.get_total_counts(),
+                  "forward": bool(torch.allclose(y7.full_tensor(),
+                                                 E.scale_rows(E.rms_norm_t(x7, eps=1e-3), w7))),
+                  "backward": bool(torch.allclose(x7d.grad.full_tensor(), x71.grad))}
+
+# A 2-D mesh (2 x 2 with 4 ranks, 1 x 2 with 2): the 7 rows split over one mesh dimension,
+# the other, or both.
+mesh2 = init_device_mesh("cpu", (world // 2, 2))
+said["mesh_2d"] = {}
+for placements in ([Shard(0), Replicate()], [Replicate(), Shard(0)], [Shard(0), Shard(0)]):
+    x2 = distribute_tensor(x7, mesh2, placements)
+    w2 = distribute_tensor(w7, mesh2, placements)
+    with CommDebugMode() as comm:
+        y2 = E.scale_rows(x2, w2)
+    said["mesh_2d"][repr(placements)] = {
+        "placements": repr(list(y2.placements)), "collectives": comm.get_total_counts(),
+        "equal": bool(torch.equal(y2.full_tensor(), E.scale_rows(x7, w7)))}
 
 # No partition: replicated inputs, replicated result, the same values.
 sd = E.softplus(distribute_tensor(x, mesh, [Shard(0)]))
@@ -231,6 +264,24 @@ class DTensorOps(unittest.TestCase):
                                  "grad_placements": "(Shard(dim=0),)", "collectives": {},
                                  "forward": True, "backward": True})
 
+    def test_uneven_shards_equal_one_process_with_no_collective(self):
+        """7 rows on 2 ranks are 4 and 3, on 4 ranks 2, 2, 2 and 1."""
+        rows = {2: [4, 3], 4: [2, 2, 2, 1]}
+        self.assertEqual([s["rows"] for s in self.each("uneven")],
+                         [n for world in WORLDS for n in rows[world]])
+        for s in self.each("uneven"):
+            self.assertEqual({k: v for k, v in s.items() if k != "rows"},
+                             {"placements": "(Shard(dim=0),)", "collectives": 0,
+                              "forward": True, "backward": True})
+
+    def test_a_2d_mesh_shards_as_the_inputs_do(self):
+        """Uneven rows on a 2-D mesh: shards out as the inputs came in, no collective."""
+        for s in self.each("mesh_2d"):
+            for placements in ("[Shard(dim=0), Replicate()]", "[Replicate(), Shard(dim=0)]",
+                               "[Shard(dim=0), Shard(dim=0)]"):
+                self.assertEqual(s[placements], {"placements": placements, "collectives": 0,
+                                                 "equal": True})
+
     def test_an_op_without_a_partition_runs_replicated(self):
         for s in self.each("softplus"):
             self.assertEqual(s, {"placements": "(Replicate(),)", "equal": True})
@@ -277,6 +328,47 @@ class DTensorOps(unittest.TestCase):
         for s in self.each("side_effect"):
             self.assertIn("my_custom_library::custom_op_external cannot run on DTensors: it has "
                           "a side effect", s)
+
+
+class Strategies(unittest.TestCase):
+    """The strategies a manifest's rule gives, checked where they are used: a factor that does
+    not reach every result gives none (the op runs replicated for it), where DTensor would call
+    a result each rank computed from its own shard replicated. Rust refuses such a rule; this
+    is a manifest made by hand."""
+
+    def schema(self, edit):
+        """scale_rows' schema, its manifest entry edited by `edit` first."""
+        lib = KernelLibrary(os.environ["CUSTOMOP_KERNELS"])
+        op = next(o for o in json.loads(lib.manifest_bytes)["ops"]
+                  if o["name"] == "example::scale_rows")
+        edit(op["schema"])
+        return OpSchema.from_json(op["schema"], lib.manifest.element_types)
+
+    def test_a_result_the_factor_does_not_reach_leaves_the_op_replicated(self):
+        from torch.distributed.tensor import Replicate, Shard
+
+        from customop.torch.sharding import strategies
+
+        whole = strategies(self.schema(lambda s: None), 2)
+        self.assertEqual(whole, [([Replicate()], [Replicate(), Replicate()]),
+                                 ([Shard(0)], [Shard(0), Shard(0)])])
+
+        def second_result(carries):
+            def edit(s):
+                s["results"].append(dict(s["results"][0], name="z",
+                                         shape=[{"kind": "shape_of", "param": "w"}]))
+                s["derivatives"]["outputs"]["z"] = []
+                if carries is not None:
+                    s["partition"]["results"].append({"name": "z", "index": 1,
+                                                      "dims": [carries]})
+            return edit
+
+        for carries in (None, "cols"):
+            got = strategies(self.schema(second_result(carries)), 2)
+            self.assertEqual(got, [([Replicate(), Replicate()], [Replicate(), Replicate()])],
+                             carries)
+        got = strategies(self.schema(second_result("rows")), 2)
+        self.assertEqual(got[1], ([Shard(0), Shard(0)], [Shard(0), Shard(0)]))
 
 
 if __name__ == "__main__":

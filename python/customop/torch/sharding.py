@@ -7,9 +7,10 @@ Per op, the strategies DTensor may pick from (each a placement per result, then 
 argument; attributes are keyword-only and take none):
 - all replicated: every op has it (an op with no partition has only it: DTensor gathers its
   inputs, runs it whole on every rank, and its results are replicated);
-- per factor of the partition that a result carries: each operand and result that names the
-  factor at dimension d is `Shard(d)`, every other operand `Replicate()`. The op then runs on
-  local shards with no collective, as it does under XLA's SPMD partitioner.
+- per factor of the partition that every result carries: each operand and result that names
+  the factor at dimension d is `Shard(d)`, every other operand `Replicate()`. The op then runs
+  on local shards with no collective, as it does under XLA's SPMD partitioner. A factor that
+  does not reach every result gives none (its shards' results would need combining).
 An op with a side effect, or one that updates an external or a tensor in place, is refused by
 name on DTensors: on every rank it would run once each, where one run is what its caller asked
 for."""
@@ -50,12 +51,16 @@ def strategies(sch: OpSchema, n_args: int) -> list[tuple[list[Any], list[Any]]]:
     if rule is None:
         return out
     for factor in rule.factors:
-        results = [Replicate() for _ in sch.results]
+        results: list[Any] = [None for _ in sch.results]
         for r in rule.results:
-            if factor in r.dims:
+            if factor in r.dims and r.index < len(results):
                 results[r.index] = Shard(r.dims.index(factor))
-        if all(isinstance(p, Replicate) for p in results):
-            continue  # a factor no result carries: its shards would have to be combined
+        if any(p is None for p in results):
+            # A result the factor does not reach would be each rank's value from its own
+            # shard, which no placement describes (Replicate() would call rank 0's partial
+            # value the whole): that factor gives no strategy, and the op runs replicated for
+            # it. (Rust refuses such a rule; a manifest is checked where it is used, anyway.)
+            continue
         args: list[Any] = [Replicate() for _ in range(n_args)]
         for o in rule.operands:
             if factor in o.dims and o.index < n_args:

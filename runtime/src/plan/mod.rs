@@ -423,6 +423,22 @@ fn complete(schema: &mut OpSchema, plan: &Plan) -> Result<(), String> {
             dims,
         });
     }
+    // Every factor reaches every result, or each device would compute a result from its own
+    // shard that the rule would call whole (replicated): `#[custom_op]` refuses such a rule,
+    // and so does a schema built otherwise (the records are public).
+    for r in &schema.results {
+        let carried = outputs.iter().find(|o| o.name == r.name);
+        if let Some(f) = rule.factors.iter().find(|f| {
+            !carried.is_some_and(|o| o.dims.iter().any(|d| d.as_deref() == Some(f.as_str())))
+        }) {
+            return Err(format!(
+                "{}: factor `{f}` of the partition rule does not reach output `{}`: each \
+                 device would compute it from its own shard, and customop does not combine \
+                 partial results",
+                schema.name, r.name
+            ));
+        }
+    }
     rule.results = outputs;
     Ok(())
 }

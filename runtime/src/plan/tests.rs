@@ -337,3 +337,39 @@ fn one_type_per_type_parameter_in_a_call() {
         "t::op: parameter `w` takes a tensor of T (f32 or f64), got f16"
     );
 }
+
+/// A partition rule whose factor does not reach every output (which `#[custom_op]` refuses,
+/// but a schema built from the public records may carry): the op's plan is refused by name, so
+/// no front end calls a shard's own result replicated. One that reaches every output is taken.
+#[test]
+fn a_factor_that_does_not_reach_every_output_is_refused() {
+    let rule =
+        || crate::records::partition_rule(vec![("x", vec![Some("rows"), None]), ("w", vec![None])]);
+    let mut s = schema(
+        vec![tensor("x", Some(2)), tensor("w", Some(1))],
+        vec![
+            out("y", vec![dim_of("x", 0), dim_of("x", 1)]),
+            out("z", vec![dim_of("w", 0)]),
+        ],
+    );
+    s.partition = Some(rule());
+    let e = OpDef::new(s.clone()).plan().unwrap_err().to_string();
+    assert!(
+        e.contains("t::op: factor `rows` of the partition rule does not reach output `z`"),
+        "{e}"
+    );
+    // An output shaped as an input the rule does not name carries no factor either.
+    s.results[1] = out("z", vec![DimRule::ShapeOf { param: "w".into() }]);
+    s.partition = Some(crate::records::partition_rule(vec![(
+        "x",
+        vec![Some("rows"), None],
+    )]));
+    let e = OpDef::new(s.clone()).plan().unwrap_err().to_string();
+    assert!(e.contains("does not reach output `z`"), "{e}");
+    s.results.pop();
+    let def = OpDef::new(s);
+    assert!(def.plan().is_ok());
+    let results = &def.schema().partition.as_ref().unwrap().results;
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].dims, vec![Some("rows".to_string()), None]);
+}
