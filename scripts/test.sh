@@ -203,6 +203,7 @@ lane_torch() {
     py_tests "packed sub-byte tensors and quantized kernels from torch (uint8 / float4_e2m1fn_x2 bytes), native=$native" tests/torch/test_low_bit.py
     py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
     py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
+    py_tests "the front ends' contract on derivatives: every operand of every op, jax.grad and backward() give the same gradient or the same refusal, Rust's, native=$native" tests/torch/test_derivative_contract.py
     py_tests "DTensor from partition(...): shards with no collective, sequence parallel eager and compiled, FSDP2 training, the replicated fallback, refusals (2 and 4 processes, gloo), native=$native" tests/torch/test_dtensor.py
   done
   step "mdbook build, links, SUMMARY, doctest list and Python blocks"
@@ -220,12 +221,14 @@ lane_jax() {
   # (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
   py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
   # The Python path (native=0) is the same Python code on every torch: on the newest torch it
-  # runs the eager, autograd and differentiability suites, the native path everything.
+  # runs the eager, autograd, differentiability and derivative-contract suites, the native path
+  # everything.
   for native in 1 0; do
     export CUSTOMOP_TORCH_NATIVE=$native
     py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
     py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
     py_tests "which inputs and outputs have a derivative (in-place ops refused) on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
+    py_tests "the front ends' contract on derivatives on $TORCH_TAG, native=$native" tests/torch/test_derivative_contract.py "$TORCH_NEWEST_PYTHON"
     [ "$native" = 1 ] || continue
     py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
     py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"

@@ -104,11 +104,11 @@ def output_refusal(sch: Any, types: ElementTypes, name: str, dtype: Any) -> str:
 
 def in_place_refusal(sch: Any, updated: str, name: str, stop: str) -> str:
     """The message for a call of op `sch`, which updates tensor `updated` in place
-    (`#[inout]`), on input `name`, which carries a derivative: such an op declares none (Rust
+    (`#[inout]`), on input `name`, which carries a derivative: such an op has no gradient (Rust
     refuses a `vjp` or `jvp` for it), and the updated tensor would carry the old derivative, or
     none, with the new values."""
-    return ("%s updates `%s` in place (`#[inout]`), and an op that updates a tensor in place "
-            "has no derivative in customop: its input `%s` requires a gradient, which would be "
+    return ("%s has no gradient: it updates `%s` in place (`#[inout]`), and an op that "
+            "updates a tensor in place declares no backward: its input `%s` requires a gradient, which would be "
             "lost (the updated `%s` would keep the derivative of its old values, or none). "
             "customop refuses rather than give a wrong gradient, as torch's own `out=` "
             "functions do. Call it on inputs that need no gradient (%s), or declare an op that "

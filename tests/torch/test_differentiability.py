@@ -19,7 +19,7 @@ import torch
 from torch.autograd import forward_ad as fwAD
 
 import customop.torch as ct
-from customop.torch import NoForwardRuleError, NotDifferentiableError
+from customop.torch import NoForwardRuleError, NoGradientError, NotDifferentiableError
 
 LIB = ct.load(os.environ["CUSTOMOP_KERNELS"],
               native=os.environ.get("CUSTOMOP_TORCH_NATIVE", "1") == "1")
@@ -105,17 +105,18 @@ class Refusals(unittest.TestCase):
 
 
 class InPlace(unittest.TestCase):
-    """An op that updates a tensor in place (`#[inout]`) has no derivative (Rust refuses a rule
-    for one): a call whose inputs require grad is refused by name before anything is written,
+    """An op that updates a tensor in place (`#[inout]`) has no gradient (Rust refuses a rule
+    for one): a call whose inputs require grad is refused by name (`NoGradientError`, as JAX
+    refuses a gradient through it) before anything is written,
     where the updated tensor kept its old derivative, or none, and gradients were lost without
     an error. pytorch/extension-cpp's `myadd_out(a, b, out)` as its users call it."""
 
     def assert_refused(self, run, op, updated, name):
-        with self.assertRaises(NotDifferentiableError) as cm:
+        with self.assertRaises(NoGradientError) as cm:
             run()
         m = str(cm.exception)
-        for part in (op, "updates `%s` in place" % updated, "input `%s` requires a gradient"
-                     % name, "x.detach()"):
+        for part in ("%s has no gradient: it updates `%s` in place" % (op, updated),
+                     "input `%s` requires a gradient" % name, "x.detach()"):
             self.assertIn(part, m)
 
     def test_the_peers_schema(self):
@@ -150,7 +151,8 @@ class InPlace(unittest.TestCase):
             lambda: torch.func.grad(lambda a: (E.myadd_out(a, W, out), out.sum())[1])(X),
             "example::myadd_out", "out", "a")
         torch._dynamo.reset()
-        with self.assertRaisesRegex(Exception, "example::myadd_out updates `out` in place"):
+        with self.assertRaisesRegex(Exception, "example::myadd_out has no gradient: it updates "
+                                    "`out` in place"):
             torch.compile(lambda a, b, o: E.myadd_out(a, b, o))(a, b, out)
 
     def test_inputs_without_gradients_run_and_bump_the_version(self):

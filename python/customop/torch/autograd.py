@@ -134,15 +134,15 @@ def autograd_kernel(op: Any, sch: OpSchema, types: ElementTypes) -> Any:
     derivatives = sch.derivatives
     operands = [o.name for o in sch.operands]
     results = [r.name for r in sch.results]
-    # The tensors the op updates in place (`#[inout]`): such an op has no derivative, and a
-    # call on inputs that require grad is refused (the updated tensor would keep its old
-    # derivative, or none, silently).
+    # The tensors the op updates in place (`#[inout]`): such an op declares no derivative (as
+    # JAX says of it, NoGradientError), and a call on inputs that require grad is refused (the
+    # updated tensor would keep its old derivative, or none, silently).
     updated = [r.param for r in sch.results if isinstance(r, UpdatedTensor)]
 
     def refuse_in_place(args: tuple[Any, ...]) -> None:
         name = next(n for n, a in zip(operands, args)
                     if isinstance(a, torch.Tensor) and a.requires_grad)
-        raise NotDifferentiableError(in_place_refusal(sch, updated[0], name, _STOP))
+        raise NoGradientError(in_place_refusal(sch, updated[0], name, _STOP))
 
     def input_without(i: int, a: Any) -> str | None:
         """Why operand `i` (`a`, which carries a derivative) has none, or None."""
