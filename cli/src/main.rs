@@ -26,7 +26,8 @@ mod plugin;
 mod run;
 mod values;
 
-/// What went wrong, by kind (each its exit status).
+/// What went wrong, by kind (each its exit status): customop's one line, then, on the lines
+/// after it, the diagnostic behind it (the plugin's), which `-v` prints.
 #[derive(Debug)]
 pub enum Failure {
     Input(String),
@@ -69,6 +70,10 @@ impl Failure {
     XLA's CPU PJRT plugin, and running StableHLO programs with a library's handlers"
 )]
 struct Cli {
+    /// On a failure, also print the diagnostic behind customop's one line (the plugin's, in
+    /// full)
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -213,8 +218,8 @@ fn say(text: &str) -> Result<(), Failure> {
     }
 }
 
-fn main_() -> Result<(), Failure> {
-    match Cli::parse().command {
+fn main_(command: Command) -> Result<(), Failure> {
+    match command {
         Command::Ops { library, json } => {
             let m = ops::manifest(&library)?;
             if json {
@@ -292,11 +297,27 @@ fn main_() -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    match main_() {
+    let cli = Cli::parse();
+    match main_(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
+            // One line, customop's, last; what the plugin said in full before it with `-v`.
             let (kind, message) = f.message();
-            eprintln!("customop: {kind} error: {message}");
+            let (line, diagnostic) = message.split_once('\n').unwrap_or((message, ""));
+            let diagnostic = diagnostic.trim();
+            if diagnostic.is_empty() {
+                eprintln!("customop: {kind} error: {line}");
+            } else if cli.verbose {
+                eprintln!("{diagnostic}");
+                eprintln!("customop: {kind} error: {line}");
+            } else {
+                let n = diagnostic.lines().count();
+                eprintln!(
+                    "customop: {kind} error: {line} (`-v` prints the plugin's diagnostic: {n} \
+                     line{})",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
             ExitCode::from(f.code())
         }
     }

@@ -238,9 +238,13 @@ fn arguments(
         .collect()
 }
 
-/// How a runner error maps to the command's failure kinds.
+/// How a runner error maps to the command's failure kinds: customop's words on the first line,
+/// the plugin's diagnostic (where customop says its cause in its own words, or where the
+/// plugin's message runs to more lines) after it.
 fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
     move |e| match e {
+        RunError::MissingHandlers { .. } => Failure::Library(with_detail(&e)),
+        RunError::StableHloVersion { .. } => Failure::Program(with_detail(&e)),
         RunError::Library { .. } => Failure::Library(e.to_string()),
         RunError::PluginNotFound { .. } | RunError::Plugin { .. } | RunError::PluginEnv { .. } => {
             Failure::Plugin(format!(
@@ -253,6 +257,14 @@ fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
         e if stage == "setup" => Failure::Plugin(format!("the CPU plugin's client: {e}")),
         e if stage == "compile" => Failure::Program(format!("compiling: {e}")),
         e => Failure::Execute(e.to_string()),
+    }
+}
+
+/// `e`'s message, then the plugin's diagnostic behind it on the lines after.
+fn with_detail(e: &RunError) -> String {
+    match e.detail() {
+        Some(d) => format!("{e}\n{d}"),
+        None => e.to_string(),
     }
 }
 

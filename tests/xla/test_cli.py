@@ -165,6 +165,51 @@ class Run(unittest.TestCase):
         self.assertEqual(code, 3, err)
         self.assertIn("argument 0 is not given (a later one is): --input 0=FILE.npy", err)
 
+    def test_a_missing_handler_is_named_first_not_the_version(self):
+        """An artifact of a newer StableHLO than the plugin's (1.15.0 on xla-cpu-pjrt 0.0.1,
+        which reads up to 1.13.3, but has none of its newer ops), run without its library: the
+        missing target is named with the fix (exit 4), not the version; with `--ops` it runs. A
+        refusal is one line, customop's, last; the plugin's diagnostic only with `-v`."""
+        f = lambda x: LIB.ops.example.rms_norm_t(x, eps=1e-5)  # noqa: E731
+        newer = os.path.join(self.dir, "rms-1.15.0.bin")
+        with open(newer, "wb") as f_:
+            f_.write(export(f, X, lib=LIB, stablehlo_version="1.15.0").serialize())
+        args = ["run", newer, "--input", self.x, "--plugin", "xla-cpu-pjrt==0.0.1"]
+        code, _, err = cli(*args)
+        self.assertEqual(code, 4, err)
+        last = err.strip().splitlines()[-1]
+        self.assertTrue(last.startswith(
+            "customop: library error: no handler is registered for `example.rms_norm_t`, which "
+            "the program calls: register the kernel library that has it before compiling "
+            "(`customop run --ops LIB`"), last)
+        self.assertNotIn("StableHLO", err)
+        code, stdout, err = cli(*args, "--ops", PATH)
+        self.assertEqual(code, 0, err)
+        self.assertTrue(stdout.startswith("result[0]: 3x3xf32="), stdout)
+        # Where the version is the cause (jax's own serialization, whose ops that plugin does
+        # not know): said in one line, no line of the plugin's (nor its source paths) before
+        # it but with -v.
+        current = os.path.join(self.dir, "rms.bin")
+        with open(current, "wb") as f_:
+            f_.write(export(f, X, lib=LIB).serialize())
+        if jax.__version__.startswith("0.10"):
+            return  # its serialization (1.13.x) is one that plugin reads
+        code, _, err = cli("run", current, "--ops", PATH, "--input", self.x, "--plugin",
+                           "xla-cpu-pjrt==0.0.1")
+        self.assertEqual(code, 6, err)
+        mine = [line for line in err.splitlines() if not line.startswith(("WARNING:", "I0000"))]
+        self.assertEqual(len(mine), 1, err)
+        self.assertRegex(mine[0], r"^customop: program error: the program is StableHLO 1\.\d+\.\d "
+                         r"\(a portable artifact\), but the plugin xla-cpu-pjrt==0\.0\.1 reads "
+                         r"StableHLO 0\.9\.0 to 1\.13\.3: .* \(`-v` prints the plugin's "
+                         r"diagnostic: \d+ lines\)$")
+        code, _, err = cli("-v", "run", current, "--ops", PATH, "--input", self.x, "--plugin",
+                           "xla-cpu-pjrt==0.0.1")
+        self.assertEqual(code, 6, err)
+        self.assertIn("Failed to parse using StableHLO v1.13.3", err)
+        self.assertTrue(err.strip().splitlines()[-1].startswith(
+            "customop: program error: the program is StableHLO"), err)
+
     def test_a_kernels_refusal_exits_7(self):
         def f(x):
             return LIB.ops.example.checked_sqrt(x)

@@ -16,6 +16,9 @@ pub(super) struct ClientInner {
     pub(super) platform: String,
     /// The client's topology as the plugin serializes it, read once (for the compile cache).
     pub(super) topology: std::sync::OnceLock<Option<Vec<u8>>>,
+    /// Whether `register_linked_ops` was called and found no op in the binary (said when a
+    /// program then calls a target with no handler).
+    pub(super) linked_none: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the client is only ever XLA's CPU client (`Client::new` refuses other platforms),
@@ -117,6 +120,7 @@ impl Client {
             devices: Vec::new(),
             platform: String::new(),
             topology: std::sync::OnceLock::new(),
+            linked_none: std::sync::atomic::AtomicBool::new(false),
         };
         let mut p = sys::PJRT_Client_PlatformName_Args::new();
         p.client = inner.raw;
@@ -226,7 +230,9 @@ impl Client {
     }
 
     /// Registers the handler of every `#[custom_op]` linked into this binary (from every
-    /// crate), and returns their targets, sorted.
+    /// crate), and returns their targets, sorted. A kernel crate the binary names nothing of is
+    /// not linked (`use my_ops as _;` links it): when this finds no op and a program then calls
+    /// a target with no handler, the compile's [`RunError::MissingHandlers`] says so.
     pub fn register_linked_ops(&self) -> Result<Vec<String>, RunError> {
         let mut targets = Vec::new();
         for (schema, handler) in crate::registry::linked_handlers() {
@@ -240,6 +246,9 @@ impl Client {
             targets.push(schema.target.clone());
         }
         targets.sort();
+        self.inner
+            .linked_none
+            .store(targets.is_empty(), std::sync::atomic::Ordering::Relaxed);
         Ok(targets)
     }
 

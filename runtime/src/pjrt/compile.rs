@@ -66,7 +66,7 @@ impl Client {
                 None => {
                     plugin
                         .call("PJRT_Client_Compile", plugin.api.client_compile, &mut args)
-                        .map_err(|e| newer_than_read(plugin, program, e))?;
+                        .map_err(|e| explained(&self.inner, program, e))?;
                     (args.executable, false)
                 }
             }
@@ -114,31 +114,73 @@ fn key_of(client: &ClientInner, format: &str, code: &[u8], options: &[u8]) -> Op
     }))
 }
 
-/// A compile error of a portable artifact written for a newer StableHLO than the plugin reads
-/// (its producer says, `StableHLO_v1.18.0`), said with both versions and what to do; any other
-/// error as it is. (The plugin reads an artifact from a newer patch release when it has no op
-/// the plugin lacks, so only a failed compile is refused.)
-fn newer_than_read(plugin: &Plugin, program: &Program, e: RunError) -> RunError {
-    let (Some(v), Some(hi)) = (
+/// A compile error in customop's words where its cause is known, the plugin's diagnostic kept
+/// as its detail: custom-call targets with no handler registered (named first, whatever else the
+/// plugin said), or a portable artifact of a newer StableHLO than the plugin reads that the
+/// plugin could not read (both versions said, and what to do); any other error as it is. (The
+/// plugin reads an artifact from a newer patch release when it has no op the plugin lacks, so
+/// a newer version alone is no cause.)
+fn explained(client: &ClientInner, program: &Program, e: RunError) -> RunError {
+    let RunError::Pjrt { message, .. } = &e else {
+        return e;
+    };
+    let targets = missing_handlers(message);
+    if !targets.is_empty() {
+        return RunError::MissingHandlers {
+            targets,
+            linked_none: client
+                .linked_none
+                .load(std::sync::atomic::Ordering::Relaxed),
+            detail: e.to_string(),
+        };
+    }
+    let plugin = client.plugin;
+    let (Some(v), Some(hi), Some(lo)) = (
         program.stablehlo_version(),
         plugin.stablehlo_current_version(),
+        plugin.stablehlo_minimum_version(),
     ) else {
         return e;
     };
-    if v.as_slice() <= hi {
+    // The signs of an artifact the plugin cannot read: VHLO it does not know, or its own
+    // "Failed to parse using StableHLO v...".
+    let unread = [
+        "Failed to parse using StableHLO",
+        "forward incompatibility",
+        "'vhlo.",
+    ]
+    .iter()
+    .any(|sign| message.contains(sign));
+    if v.as_slice() <= hi || !unread {
         return e;
     }
     let show = |x: &[i64]| x.iter().map(i64::to_string).collect::<Vec<_>>().join(".");
-    let lo = plugin.stablehlo_minimum_version().map_or("?".into(), show);
-    RunError::Program(format!(
-        "the program is StableHLO {} (a portable artifact), but the plugin {} reads StableHLO {lo} \
-         to {}: run it on a plugin that reads it (`customop plugin list`), or export it for \
-         StableHLO {} (`customop.xla.export(..., stablehlo_version=...)`). The plugin said: {e}",
-        show(&v),
-        plugin.describe(),
-        show(hi),
-        show(hi),
-    ))
+    RunError::StableHloVersion {
+        program: show(&v),
+        plugin: plugin.describe(),
+        reads: format!("{} to {}", show(lo), show(hi)),
+        detail: e.to_string(),
+    }
+}
+
+/// The targets XLA says have no handler ("No FFI handler registered for TARGET on a platform
+/// ..."), each once, in the order said.
+fn missing_handlers(message: &str) -> Vec<String> {
+    const SAID: &str = "No FFI handler registered for ";
+    let mut targets: Vec<String> = Vec::new();
+    for (at, _) in message.match_indices(SAID) {
+        let rest = &message[at + SAID.len()..];
+        let target: String = rest
+            .chars()
+            .take_while(|c| !c.is_whitespace())
+            .collect::<String>()
+            .trim_matches(|c| c == '`' || c == '\'' || c == '"')
+            .to_string();
+        if !target.is_empty() && !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    targets
 }
 
 /// The compiled executable's number of outputs and, where the plugin reports its optimized
@@ -296,6 +338,15 @@ fn compile_options(partitions: usize) -> Vec<u8> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn missing_handlers_are_read_from_what_xla_says() {
+        let said = "No FFI handler registered for nc.fused_gelu_scale on a platform Host \
+                    (canonical host)\nNo FFI handler registered for `b.two` on a platform Host\n\
+                    No FFI handler registered for nc.fused_gelu_scale on a platform Host";
+        assert_eq!(missing_handlers(said), ["nc.fused_gelu_scale", "b.two"]);
+        assert!(missing_handlers("error: unregistered operation 'vhlo.custom_call_v2'").is_empty());
+    }
 
     #[test]
     fn compile_options_encode_the_build_options() {

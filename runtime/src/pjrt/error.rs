@@ -145,6 +145,30 @@ pub enum RunError {
         /// Its message (with a handler's message, for an error a custom op returned).
         message: String,
     },
+    /// The program calls custom-call targets that have no handler registered with the plugin
+    /// (XLA's "No FFI handler registered for ..."): the kernel library that has them was not
+    /// registered before compiling.
+    MissingHandlers {
+        /// The targets, as the plugin named them.
+        targets: Vec<String>,
+        /// Whether [`Client::register_linked_ops`](super::Client::register_linked_ops) was
+        /// called on this client and found no op in the binary.
+        linked_none: bool,
+        /// What the plugin said ([`RunError::detail`]).
+        detail: String,
+    },
+    /// A portable artifact of a newer StableHLO than the plugin reads, which the plugin could
+    /// not read.
+    StableHloVersion {
+        /// The program's StableHLO version (`1.18.0`).
+        program: String,
+        /// The plugin (`xla-cpu-pjrt==0.0.1`).
+        plugin: String,
+        /// The versions it reads (`0.9.0 to 1.13.3`).
+        reads: String,
+        /// What the plugin said ([`RunError::detail`]).
+        detail: String,
+    },
     /// The program's entry function could not be read (its signature, its annotations).
     Program(String),
     /// The inputs do not match the entry function: count, element type, shape, size, an
@@ -169,6 +193,16 @@ impl RunError {
     pub fn refusal(&self) -> Option<Refusal> {
         match self {
             RunError::Pjrt { message, .. } => Refusal::in_message(message),
+            _ => None,
+        }
+    }
+
+    /// What the plugin said, where the error's message says it in customop's words instead (a
+    /// missing handler, a StableHLO version): its full diagnostic, for a verbose report.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            RunError::MissingHandlers { detail, .. }
+            | RunError::StableHloVersion { detail, .. } => Some(detail),
             _ => None,
         }
     }
@@ -213,6 +247,44 @@ impl fmt::Display for RunError {
                 code,
                 message,
             } => write!(f, "{call} failed ({code}): {message}"),
+            RunError::MissingHandlers {
+                targets,
+                linked_none,
+                ..
+            } => {
+                let named: Vec<String> = targets.iter().map(|t| format!("`{t}`")).collect();
+                write!(
+                    f,
+                    "no handler is registered for {}, which the program calls: register the \
+                     kernel library that has {} before compiling (`customop run --ops LIB`; \
+                     from Rust `Client::register_library(LIB)`, or `register_linked_ops()` with \
+                     the kernel crate linked into the binary)",
+                    named.join(", "),
+                    if targets.len() == 1 { "it" } else { "them" }
+                )?;
+                if *linked_none {
+                    write!(
+                        f,
+                        "; `register_linked_ops()` found no op in this binary: a binary that \
+                         names nothing of its kernel crate does not link it, so name it \
+                         (`use my_ops as _;`)"
+                    )?;
+                }
+                Ok(())
+            }
+            RunError::StableHloVersion {
+                program,
+                plugin,
+                reads,
+                ..
+            } => write!(
+                f,
+                "the program is StableHLO {program} (a portable artifact), but the plugin \
+                 {plugin} reads StableHLO {reads}: run it on a plugin that reads it (`customop \
+                 plugin list`), or export it for StableHLO {} \
+                 (`customop.xla.export(..., stablehlo_version=...)`)",
+                reads.rsplit(' ').next().unwrap_or(reads)
+            ),
             RunError::Program(m) => write!(f, "program: {m}"),
             RunError::Input(m) => write!(f, "input: {m}"),
             RunError::Output(m) => write!(f, "output: {m}"),

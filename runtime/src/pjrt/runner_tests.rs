@@ -173,3 +173,51 @@ fn outputs_read_in_place_equal_those_read_through_the_plugin() {
     assert_eq!(a[2].dims(), &[] as &[i64]);
     assert_eq!(a[2].to_vec::<f32>().unwrap(), vec![2.5]);
 }
+
+/// A program calling a target no handler is registered for: the compile names the target and
+/// the fix (not the plugin's words alone), and, where `register_linked_ops()` found no op in
+/// the binary, says why that happens.
+#[test]
+fn a_target_without_a_handler_is_named_with_the_fix() {
+    let text = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  \
+                %0 = stablehlo.custom_call @customop_test.nobody_has_me(%arg0) \
+                {api_version = 4 : i32} : (tensor<4xf32>) -> tensor<4xf32>\n  \
+                return %0 : tensor<4xf32>\n}\n";
+    let c = Client::cpu(1).unwrap().with_compile_cache(None);
+    let found = c.register_linked_ops().unwrap();
+    let e = c.compile(&Program::text(text).unwrap()).unwrap_err();
+    let RunError::MissingHandlers {
+        targets,
+        linked_none,
+        detail,
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    assert_eq!(targets, &["customop_test.nobody_has_me"]);
+    assert_eq!(*linked_none, found.is_empty());
+    assert!(detail.contains("No FFI handler registered for"), "{detail}");
+    let said = e.to_string();
+    assert!(
+        said.starts_with(
+            "no handler is registered for `customop_test.nobody_has_me`, which the program calls"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("Client::register_library(LIB)"), "{said}");
+    // As a binary that links no kernel crate finds it.
+    c.inner
+        .linked_none
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let said = c
+        .compile(&Program::text(text).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        said.ends_with(
+            "`register_linked_ops()` found no op in this binary: a binary that names nothing of \
+             its kernel crate does not link it, so name it (`use my_ops as _;`)"
+        ),
+        "{said}"
+    );
+}
