@@ -204,6 +204,7 @@ lane_torch() {
     py_tests "torch.func.grad, vjp, jacrev, vmap(grad); second derivatives (double backward, grad of grad, jacrev of jacrev); missing rules named, native=$native" tests/torch/test_func_transforms.py
     py_tests "which inputs and outputs have a derivative, in torch: a real gradient or a named refusal, never a zero or a .grad left None, native=$native" tests/torch/test_differentiability.py
     py_tests "the front ends' contract on derivatives: every operand of every op, jax.grad and backward() give the same gradient or the same refusal, Rust's, native=$native" tests/torch/test_derivative_contract.py
+    py_tests "an op named before its library is loaded, a name the library lacks, a wrong path: customop's words and the fix (OpNotLoadedError, LibraryLoadError), native=$native" tests/torch/test_not_loaded.py
     py_tests "DTensor from partition(...): shards with no collective, sequence parallel eager and compiled, FSDP2 training, the replicated fallback, refusals (2 and 4 processes, gloo), native=$native" tests/torch/test_dtensor.py
   done
   step "mdbook build, links, SUMMARY, doctest list and Python blocks"
@@ -221,14 +222,15 @@ lane_jax() {
   # (On the newest torch only: the key is torch.compiler.config.cache_key_tag on every torch.)
   py_tests "torch.compile's caches on $TORCH_TAG: replayed for the same ops and customop, compiled again for others (cache_key_tag)" tests/torch/test_compile_cache.py "$TORCH_NEWEST_PYTHON"
   # The Python path (native=0) is the same Python code on every torch: on the newest torch it
-  # runs the eager, autograd, differentiability and derivative-contract suites, the native path
-  # everything.
+  # runs the eager, autograd, differentiability, derivative-contract and not-loaded suites, the
+  # native path everything.
   for native in 1 0; do
     export CUSTOMOP_TORCH_NATIVE=$native
     py_tests "PyTorch eager on $TORCH_TAG, native=$native" tests/torch/test_torch.py "$TORCH_NEWEST_PYTHON"
     py_tests "autograd, vmap, opcheck, torch.compile, training on $TORCH_TAG, native=$native" tests/torch/test_transforms.py "$TORCH_NEWEST_PYTHON"
     py_tests "which inputs and outputs have a derivative (in-place ops refused) on $TORCH_TAG, native=$native" tests/torch/test_differentiability.py "$TORCH_NEWEST_PYTHON"
     py_tests "the front ends' contract on derivatives on $TORCH_TAG, native=$native" tests/torch/test_derivative_contract.py "$TORCH_NEWEST_PYTHON"
+    py_tests "an op named before its library is loaded on $TORCH_TAG, native=$native" tests/torch/test_not_loaded.py "$TORCH_NEWEST_PYTHON"
     [ "$native" = 1 ] || continue
     py_tests "packed sub-byte tensors and quantized kernels on $TORCH_TAG, native=$native" tests/torch/test_low_bit.py "$TORCH_NEWEST_PYTHON"
     py_tests "torch.func reverse mode and second derivatives on $TORCH_TAG, native=$native" tests/torch/test_func_transforms.py "$TORCH_NEWEST_PYTHON"
@@ -250,6 +252,7 @@ lane_jax() {
   py_tests "shape rules: Python's evaluation against the Rust handlers' (customop_call)" tests/xla/test_shape_rules.py
   py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
   py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
+  py_tests "an op called before lib.register(), a wrong library path: customop's words and the fix (NotRegisteredError, LibraryLoadError)" tests/xla/test_not_registered.py
   py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
   py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
   py_tests "4-bit kernels on every dispatch path (CUSTOMOP_CPU=avx512, avx2, portable) against numpy and each other" tests/xla/test_cpu_paths.py
@@ -266,6 +269,7 @@ lane_jax() {
   py_tests "shape rules on $TORCH_TAG" tests/xla/test_shape_rules.py "$JAX_OLDEST_PYTHON"
   py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
   py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
+  py_tests "an op called before lib.register() on $TORCH_TAG" tests/xla/test_not_registered.py "$JAX_OLDEST_PYTHON"
   py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
   py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
   py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"

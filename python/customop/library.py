@@ -13,7 +13,30 @@ from typing import Any
 from . import descriptors
 from .manifest import Layout, Manifest, OpEntry, PartitionRule
 
-__all__ = ["KernelLibrary"]
+__all__ = ["KernelLibrary", "LibraryLoadError"]
+
+
+class LibraryLoadError(OSError):
+    """A kernel library that cannot be loaded: no file at the path, a file that is not a shared
+    library for this machine, or a shared library that is not a customop kernel library (no
+    `customop_manifest`)."""
+
+
+# The kernel libraries (by real path) whose handlers customop registered with jax in this
+# process (`customop.xla.Library.register`, torch's export runner): jax keeps a registration for
+# the process. A set of paths only: this module imports neither jax nor torch.
+_JAX_REGISTERED: set[str] = set()
+
+
+def note_jax_registered(lib: KernelLibrary) -> None:
+    """Records that the handlers of `lib`'s library are registered with jax."""
+    _JAX_REGISTERED.add(lib.real_path)
+
+
+def jax_registered(lib: KernelLibrary) -> bool:
+    """Whether customop registered the handlers of `lib`'s library with jax in this process
+    (through this object or another of the same file)."""
+    return lib.real_path in _JAX_REGISTERED
 
 
 def stages(capsule):
@@ -29,9 +52,29 @@ class KernelLibrary:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
-        self.cdll = ctypes.CDLL(self.path)
-        fn = self.cdll.customop_manifest
+        # (A bare name, `libmy_ops.so`, is the dynamic loader's to find.)
+        if os.sep in self.path and not os.path.isfile(self.path):
+            raise LibraryLoadError(
+                "customop: no kernel library at %s (%s): give the path of the cdylib your kernel "
+                "crate builds (`cargo build` writes target/debug/lib<crate>.so; an installed "
+                "wheel's is `customop.installed.library_in(package)`)"
+                % (self.path, "no such file" if not os.path.exists(self.path) else "not a file"))
+        try:
+            self.cdll = ctypes.CDLL(self.path)
+        except OSError as e:
+            raise LibraryLoadError("customop: %s is not a shared library this process can load "
+                                   "(%s): a kernel library is the cdylib a kernel crate builds "
+                                   "for this machine" % (self.path, e)) from None
+        try:
+            fn = self.cdll.customop_manifest
+        except AttributeError:
+            raise LibraryLoadError("customop: %s is a shared library but not a customop kernel "
+                                   "library (it exports no `customop_manifest`): build the kernel "
+                                   "crate as a cdylib with customop (`crate-type = [\"cdylib\"]`)"
+                                   % self.path) from None
         fn.restype = ctypes.c_char_p
+        #: The library's path with links resolved: one file, however it was named.
+        self.real_path = os.path.realpath(self.path)
         #: The manifest as the library wrote it (bytes): what a cache keyed on the ops hashes.
         self.manifest_bytes: bytes = fn()
         self.manifest = Manifest.from_json(json.loads(self.manifest_bytes.decode("utf-8")))

@@ -59,12 +59,15 @@ from .autograd import NoForwardRuleError, NoGradientError, NotDifferentiableErro
 from .exporter import Exported, ExportError, External, TorchXlaUnavailable, export
 from .library import TorchLibrary
 from .native import NATIVE_TORCH, NativeUnavailable, native_unsupported_reason
+from .unloaded import OpNotLoadedError, install
 
 __all__ = ["load", "export", "TorchLibrary", "Exported", "External", "KernelError",
            "ExportError", "TorchXlaUnavailable", "NoGradientError", "NoForwardRuleError", "NotDifferentiableError",
-           "NativeUnavailable", "NATIVE_TORCH", "native_unsupported_reason"]
+           "NativeUnavailable", "NATIVE_TORCH", "native_unsupported_reason", "OpNotLoadedError"]
 
 _LOADED: dict[str, TorchLibrary] = {}
+# `torch.ops.ns.op` of an op torch does not have says to load its library (OpNotLoadedError).
+install(lambda: _LOADED.values())
 
 
 def load(path: str | os.PathLike[str], native: bool = True) -> TorchLibrary:

@@ -17,7 +17,7 @@ import torch
 from ..annotate import (ExportError, find_main, record_external, set_arg_attrs, set_signature,
                         trace_external, walk)
 from ..crosscheck import cross_check
-from ..library import stages
+from ..library import jax_registered, note_jax_registered, stages
 from ..manifest import ExternalParam, OpSchema, numpy_dtype
 from .library import TorchLibrary
 
@@ -147,20 +147,17 @@ class Exported:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-# The libraries whose handlers are registered with jax (once per process: jax keeps them).
-_REGISTERED_WITH_JAX: set[str] = set()
-
-
 def _register_with_jax(lib: TorchLibrary) -> None:
-    """Registers `lib`'s handlers with jax as typed-FFI targets on CPU, once."""
+    """Registers `lib`'s handlers with jax as typed-FFI targets on CPU, once per process (jax
+    keeps them; recorded where `customop.xla.Library.register` records its own)."""
     import jax
 
-    if lib.path in _REGISTERED_WITH_JAX:
+    if jax_registered(lib.library):
         return
     for op in lib.library.entries():
         jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(lib.library.handler(op.name))),
                                     platform="cpu", api_version=1)
-    _REGISTERED_WITH_JAX.add(lib.path)
+    note_jax_registered(lib.library)
 
 
 # The dtypes that torch and numpy do not convert between (`Tensor.numpy()` and

@@ -19,7 +19,9 @@ They import customop's core, never `customop.torch`.
 
 from .exporter import ExportError, External, export, externals
 from .library import Library
-from .ops import NoForwardRuleError, NoGradientError, NotDifferentiableError, Op, Ops
+from .ops import (NoForwardRuleError, NoGradientError, NotDifferentiableError, NotRegisteredError,
+                  Op, Ops)
 
 __all__ = ["Library", "export", "externals", "External", "ExportError", "Ops", "Op",
-           "NoGradientError", "NoForwardRuleError", "NotDifferentiableError"]
+           "NoGradientError", "NoForwardRuleError", "NotDifferentiableError",
+           "NotRegisteredError"]

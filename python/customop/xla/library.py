@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..library import KernelLibrary, stages
+from ..library import KernelLibrary, note_jax_registered, stages
 from .derivatives import tangent_primitive
-from .ops import Ops, call_op
+from .ops import NotRegisteredError, Ops, call_op, require_registered
 
-__all__ = ["Library"]
+__all__ = ["Library", "NotRegisteredError"]
 
 
 class Library(KernelLibrary):
@@ -37,6 +37,7 @@ class Library(KernelLibrary):
         arguments are the op's attributes, checked and converted to their declared types first
         (a `SchemaError` names an unknown, missing or ill-typed one). Returns one array, or a
         list for several results."""
+        require_registered(self, name)
         return call_op(self, name, *operands, **attrs)
 
     def sharded(self, name: str, mesh: Any, axes: dict[str, str], **attrs: Any) -> Any:
@@ -79,3 +80,4 @@ class Library(KernelLibrary):
             fn = getattr(self.cdll, op.handler_symbol)
             jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(fn)),
                                         platform=platform, api_version=1)
+        note_jax_registered(self)

@@ -33,14 +33,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..batching import batching_rule
-from ..library import KernelLibrary
+from ..library import KernelLibrary, jax_registered
 from ..manifest import ExternalParam, TensorParam, UpdatedTensor
 from ..schema import checked_attrs, operand_names, result_specs
 from .derivatives import (NoForwardRuleError, NoGradientError, NotDifferentiableError,
                           refuse_perturbed, refuse_used, tangent_primitive, with_derivatives)
 
 __all__ = ["Ops", "Op", "NoGradientError", "NoForwardRuleError", "NotDifferentiableError",
-           "batching_rule", "call_op"]
+           "NotRegisteredError", "batching_rule", "call_op", "require_registered"]
+
+
+class NotRegisteredError(RuntimeError):
+    """An op of a library whose handlers are not registered with jax was called (XLA would
+    say only "No FFI handler registered ..." when it compiles the program)."""
+
+
+def require_registered(lib: KernelLibrary, name: str) -> None:
+    """Raises `NotRegisteredError` naming op `name` and the fix, unless customop registered the
+    handlers of `lib`'s library with jax in this process."""
+    if not jax_registered(lib):
+        raise NotRegisteredError(
+            "%s: the handlers of %s are not registered with jax, so XLA would find no handler "
+            "for `%s`: call `lib.register()` once (before the op is called or traced; "
+            "`lib.register(\"cuda\")` for NVIDIA GPUs)" % (name, lib.path, lib.op(name).target))
 
 
 
@@ -90,7 +105,8 @@ class Op:
                 raise TypeError("%s takes %d operands (%s); missing %s"
                                 % (self.name, len(names), ", ".join(names), ", ".join(missing)))
             operands = (*operands, *(attrs.pop(n) for n in names[len(operands):]))
-        # Before any tracing: the same check as `lib.call`'s (SchemaError, a TypeError).
+        # Before any tracing: the same checks as `lib.call`'s (SchemaError, a TypeError).
+        require_registered(self._lib, self.name)
         attrs = checked_attrs(sch, attrs)
         operands = tuple(_as_operand(p, o) for p, o in zip(sch.operands, operands))
         return _differentiable(self._lib, self.name, attrs)(*operands)
