@@ -335,14 +335,38 @@ mod tests {
     use super::{BLOCK, Codes, ScaleData, Scales, product};
     use customop::cpu::{Level, simd_at};
 
+    /// The levels this CPU has, by the standard library's detection of their features (apart
+    /// from `customop::cpu`'s, so that a level it fails to give is caught).
+    fn levels_the_cpu_has() -> Vec<Level> {
+        let mut have = vec![Level::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                have.push(Level::Avx2);
+            }
+            if has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512cd")
+                && has!("avx512dq")
+                && has!("avx512vl")
+            {
+                have.push(Level::Avx512);
+            }
+        }
+        have
+    }
+
     /// Every path this CPU has against the plain triple loop, on shapes with partial blocks and
     /// partial tiles (`n` not a multiple of 64 nor of `BLOCK`), 1 to 13 rows (more than one
     /// micro-kernel call of each path; the wide tiles of one and two rows), with and without
-    /// zero points.
+    /// zero points. Each level the CPU has runs every case (the portable loop alone would pass
+    /// a count of cases); one it lacks has no token, and says so.
     #[test]
     fn every_path_equals_the_plain_loops() {
         let codes: Codes = core::array::from_fn(|i| ((i as i32 + 8) % 16 - 8) as f32);
-        let mut ran = 0;
+        let mut ran = [0usize; Level::ALL.len()];
+        let mut cases = 0;
         for (m, k, n, group) in [
             (1, 8, 2, 4),
             (3, 16, 40, 8),
@@ -360,6 +384,7 @@ mod tests {
                 .collect();
             let zs: Vec<f32> = (0..k / group * n).map(|i| (i % 5) as f32).collect();
             for zeros in [None, Some(&zs[..])] {
+                cases += 1;
                 let mut want = vec![0.0f32; m * n];
                 for r in 0..m {
                     for c in 0..n {
@@ -385,10 +410,18 @@ mod tests {
                     product(simd, &xs, &w, (m, k, n, group), &codes, s, &mut got);
                     // Integers and quarter scales: every sum is exact in f32, in any order.
                     assert_eq!(got, want, "m {m} n {n} {level:?} zeros {}", zeros.is_some());
-                    ran += 1;
+                    ran[level as usize] += 1;
                 }
             }
         }
-        assert!(ran >= 16);
+        let have = levels_the_cpu_has();
+        for level in Level::ALL {
+            if have.contains(&level) {
+                assert_eq!(ran[level as usize], cases, "{level:?}: this CPU has it");
+            } else {
+                assert_eq!(ran[level as usize], 0, "{level:?}: this CPU lacks it");
+                eprintln!("SKIPPED every_path_equals_the_plain_loops {level:?}: this CPU lacks it");
+            }
+        }
     }
 }
