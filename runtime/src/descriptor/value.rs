@@ -185,7 +185,7 @@ fn write_fixed(
     Ok(())
 }
 
-/// `(size, alignment)` of a fixed-layout type.
+/// `(size, alignment)` of a fixed-layout type (a primitive's, its `Wire`'s).
 fn size_align(t: &TypeLayout) -> (usize, usize) {
     match t {
         TypeLayout::Array { len, element } => {
@@ -193,111 +193,14 @@ fn size_align(t: &TypeLayout) -> (usize, usize) {
             (s * len, a)
         }
         TypeLayout::Struct { layout } => (layout.fixed_size, layout.align),
-        TypeLayout::Enum { repr, .. } => {
-            let s = prim_size(&TypeLayout::named(repr).unwrap_or(TypeLayout::U8));
-            (s, s)
-        }
-        t => {
-            let s = prim_size(t);
-            (s, s)
-        }
+        TypeLayout::Enum { repr, .. } => size_align(&repr_of(repr)),
+        t => scalar::size_align(t).unwrap_or((1, 1)),
     }
 }
 
-fn prim_size(t: &TypeLayout) -> usize {
-    match t {
-        TypeLayout::I16 | TypeLayout::U16 | TypeLayout::F16 | TypeLayout::BF16 => 2,
-        TypeLayout::I32 | TypeLayout::U32 | TypeLayout::F32 => 4,
-        TypeLayout::I64 | TypeLayout::U64 | TypeLayout::F64 => 8,
-        _ => 1,
-    }
-}
-
-/// A float field's value: a number, or `"inf"`, `"+inf"`, `"-inf"`, `"nan"`.
-fn float_of(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "inf" | "+inf" => Some(f64::INFINITY),
-            "-inf" => Some(f64::NEG_INFINITY),
-            "nan" => Some(f64::NAN),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The bytes of float `x` as field type `t` (a float type), or why it does not fit.
-fn float_bytes(t: &TypeLayout, x: f64) -> Result<Vec<u8>, String> {
-    let name = t.spelled();
-    let (bytes, finite) = match t {
-        TypeLayout::F64 => return Ok(x.to_le_bytes().to_vec()),
-        TypeLayout::F32 => {
-            let r = x as f32;
-            (r.to_le_bytes().to_vec(), r.is_finite())
-        }
-        TypeLayout::F16 => {
-            let r = crate::round::f16_from_f64(x);
-            (r.to_le_bytes().to_vec(), r.is_finite())
-        }
-        TypeLayout::BF16 => {
-            let r = crate::round::bf16_from_f64(x);
-            (r.to_le_bytes().to_vec(), r.is_finite())
-        }
-        t => {
-            let e = t.float8().ok_or_else(|| format!("{name} is not a float"))?;
-            let bits = crate::float8::bits_of(e, x).unwrap_or(0);
-            let back = crate::float8::value_of(e, bits).unwrap_or(f64::NAN);
-            if x.is_infinite() && back.is_nan() {
-                return Err(format!("{name} has no infinity"));
-            }
-            (vec![bits], back.is_finite())
-        }
-    };
-    if x.is_finite() && !finite {
-        return Err(format!(
-            "{} does not fit {name}: it is beyond its range",
-            short(x)
-        ));
-    }
-    Ok(bytes)
-}
-
-/// `x` for a message: `1e39` rather than forty digits.
-fn short(x: f64) -> String {
-    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
-        format!("{x:e}")
-    } else {
-        format!("{x}")
-    }
-}
-
-/// An integer field's bytes: `v` a JSON integer in `t`'s range.
-fn int_bytes(t: &TypeLayout, v: &Value) -> Result<Vec<u8>, String> {
-    let name = t.spelled();
-    let n: i128 = match (v.as_i64(), v.as_u64()) {
-        (Some(i), _) => i128::from(i),
-        (None, Some(u)) => i128::from(u),
-        _ => return Err(format!("expected an integer ({name}), got {v}")),
-    };
-    let fit = |b: Result<Vec<u8>, core::num::TryFromIntError>| {
-        b.map_err(|_| format!("{n} does not fit {name}"))
-    };
-    macro_rules! le {
-        ($t:ty) => {
-            fit(<$t>::try_from(n).map(|x| x.to_le_bytes().to_vec()))
-        };
-    }
-    match t {
-        TypeLayout::I8 => le!(i8),
-        TypeLayout::I16 => le!(i16),
-        TypeLayout::I32 => le!(i32),
-        TypeLayout::I64 => le!(i64),
-        TypeLayout::U8 => le!(u8),
-        TypeLayout::U16 => le!(u16),
-        TypeLayout::U32 => le!(u32),
-        _ => le!(u64),
-    }
+/// An enum's `repr` as its integer field type (`u8` where it names none).
+fn repr_of(repr: &str) -> TypeLayout {
+    TypeLayout::named(repr).unwrap_or(TypeLayout::U8)
 }
 
 /// The bytes a `[u8; N]` or `[i8; N]` is given as: a string (its UTF-8 bytes) or `{"hex"}`.
@@ -330,19 +233,7 @@ fn write(
     path: &str,
 ) -> Result<(), PackError> {
     let fail = |why: String| root.fail(path, why);
-    let bytes = match t {
-        TypeLayout::Bool => match v {
-            Value::Bool(b) => vec![u8::from(*b)],
-            _ => return Err(fail(format!("expected bool, got {v}"))),
-        },
-        TypeLayout::I8
-        | TypeLayout::I16
-        | TypeLayout::I32
-        | TypeLayout::I64
-        | TypeLayout::U8
-        | TypeLayout::U16
-        | TypeLayout::U32
-        | TypeLayout::U64 => int_bytes(t, v).map_err(fail)?,
+    match t {
         TypeLayout::Enum { name, variants, .. } => {
             let variant = v
                 .as_str()
@@ -356,24 +247,25 @@ fn write(
                 return Err(fail(why));
             };
             let (size, _) = size_align(t);
-            let le = variant.value.to_le_bytes();
-            le[..size].to_vec()
+            let repr = match t {
+                TypeLayout::Enum { repr, .. } => repr_of(repr),
+                _ => TypeLayout::U8,
+            };
+            let written = scalar::write(&repr, &variant.value.into(), &mut buf[at..at + size]);
+            written.unwrap_or(Ok(())).map_err(fail)
         }
-        TypeLayout::Array { len, element } => {
-            return write_array(root, t, *len, element, v, buf, at, path);
-        }
-        TypeLayout::Struct { layout } => return write_fixed(root, layout, v, buf, at, path),
+        TypeLayout::Array { len, element } => write_array(root, t, *len, element, v, buf, at, path),
+        TypeLayout::Struct { layout } => write_fixed(root, layout, v, buf, at, path),
         TypeLayout::Vec { .. } | TypeLayout::String => {
-            return Err(fail("a tail cannot be nested in the fixed part".into()));
+            Err(fail("a tail cannot be nested in the fixed part".into()))
         }
         t => {
-            let x = float_of(v)
-                .ok_or_else(|| fail(format!("expected a number ({}), got {v}", t.spelled())))?;
-            float_bytes(t, x).map_err(fail)?
+            let (size, _) = size_align(t);
+            scalar::write(t, v, &mut buf[at..at + size])
+                .unwrap_or_else(|| Err(format!("{} is not a field type", t.spelled())))
+                .map_err(fail)
         }
-    };
-    buf[at..at + bytes.len()].copy_from_slice(&bytes);
-    Ok(())
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -428,6 +320,7 @@ fn write_array(
     Ok(())
 }
 
+mod scalar;
 mod unpack;
 pub use unpack::unpack_value;
 

@@ -1,22 +1,10 @@
 //! Packed descriptor bytes into a value of a layout known at run time, every byte checked as
 //! the derive's `unpack` does.
 
-use super::size_align;
+use super::{repr_of, scalar, size_align};
 use crate::descriptor::layout::{Layout, TypeLayout};
 use crate::descriptor::{DescriptorError, ErrorKind, HEADER_SIZE, check_header};
-use crate::types::ElementType;
 use serde_json::{Map, Value, json};
-
-/// A float as a value: a number, or `"inf"`, `"-inf"`, `"nan"`.
-fn float_value(x: f64) -> Value {
-    if x.is_nan() {
-        json!("nan")
-    } else if x.is_infinite() {
-        json!(if x > 0.0 { "inf" } else { "-inf" })
-    } else {
-        json!(x)
-    }
-}
 
 /// The value of packed descriptor `bytes` of `layout`, every byte validated as
 /// [`Descriptor::unpack`](crate::descriptor::Descriptor::unpack) does: header, fingerprint, bools, enums,
@@ -89,11 +77,6 @@ fn read_fixed(layout: &'static Layout, bytes: &[u8]) -> Result<Value, Descriptor
 
 /// The value of type `t` in `bytes` (exactly its size), marking the bytes it uses.
 fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value, DescriptorError> {
-    let mut le = [0u8; 8];
-    let n = bytes.len().min(8);
-    le[..n].copy_from_slice(&bytes[..n]);
-    let unsigned = u64::from_le_bytes(le);
-    let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
     let value = match t {
         TypeLayout::Array { len, element } => {
             let (size, _) = size_align(element);
@@ -110,22 +93,15 @@ fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value
             used.fill(true);
             return read_fixed(layout, bytes);
         }
-        TypeLayout::Bool if bytes[0] > 1 => {
-            return Err(DescriptorError::field_error(ErrorKind::InvalidBool {
-                byte: bytes[0],
-            }));
-        }
-        TypeLayout::Bool => json!(bytes[0] == 1),
         TypeLayout::Enum {
             name,
             repr,
             variants,
         } => {
-            let value = if repr == "i32" {
-                signed(32)
-            } else {
-                unsigned as i64
-            };
+            let value = scalar::read(&repr_of(repr), bytes)
+                .unwrap_or_else(|| Ok(json!(0)))?
+                .as_i64()
+                .unwrap_or(i64::MIN);
             let Some(v) = variants.iter().find(|v| v.value == value) else {
                 return Err(DescriptorError::field_error(ErrorKind::InvalidEnum {
                     name: name.as_str(),
@@ -134,19 +110,14 @@ fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value
             };
             json!(v.name)
         }
-        TypeLayout::I8 => json!(signed(8)),
-        TypeLayout::I16 => json!(signed(16)),
-        TypeLayout::I32 => json!(signed(32)),
-        TypeLayout::I64 => json!(unsigned as i64),
-        TypeLayout::U8 | TypeLayout::U16 | TypeLayout::U32 | TypeLayout::U64 => json!(unsigned),
-        TypeLayout::F64 => float_value(f64::from_bits(unsigned)),
-        TypeLayout::F32 => float_value(f64::from(f32::from_bits(unsigned as u32))),
-        TypeLayout::F16 => float_value(half::f16::from_bits(unsigned as u16).to_f64()),
-        TypeLayout::BF16 => float_value(half::bf16::from_bits(unsigned as u16).to_f64()),
-        t => {
-            let e = t.float8().unwrap_or(ElementType::F8E4M3FN);
-            float_value(crate::float8::value_of(e, bytes[0]).unwrap_or(f64::NAN))
-        }
+        // A tail never stands in the fixed part (a layout's fixed fields are of fixed types);
+        // were one there, its bytes would be refused, not read as anything.
+        t => scalar::read(t, bytes).unwrap_or_else(|| {
+            Err(DescriptorError::field_error(ErrorKind::InvalidEnum {
+                name: "a tail in the fixed part",
+                value: 0,
+            }))
+        })?,
     };
     used.fill(true);
     Ok(value)
