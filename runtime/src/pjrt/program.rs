@@ -181,7 +181,7 @@ impl Signature {
     }
 
     /// The number of devices the mesh has (1 without a mesh). A mesh of more than
-    /// [`MAX_MESH_DEVICES`] devices (refused by [`Signature::parse`]; possible only in a
+    /// [`MAX_MESH_DEVICES`](super::MAX_MESH_DEVICES) devices (refused by [`Signature::parse`]; possible only in a
     /// signature built by hand) counts as `i64::MAX`, more than any client has.
     pub fn mesh_devices(&self) -> i64 {
         self.checked_mesh_devices().unwrap_or(i64::MAX).max(1)

@@ -175,7 +175,7 @@ const fn same_tensor(a: ParamSig, b: ParamSig) -> bool {
 }
 
 /// Whether a tensor of this type gets a gradient: `f16`, `bf16`, `f32`, `f64`, or a type
-/// parameter allowing only those ([`differentiable_types`]).
+/// parameter allowing only those (`types::differentiable_types`).
 pub const fn differentiable(d: SigDtype) -> bool {
     match d {
         SigDtype::None => false,
