@@ -7,7 +7,8 @@ use crate::ctxt::Ctxt;
 /// The rules of `partition(...)`: entries name tensor inputs of fixed rank, one entry per
 /// dimension, a factor at most once per tensor; every factor reaches every output (through
 /// the shape rules), so that no device computes a partial result that would need combining;
-/// and nothing per-device escapes as if it were replicated (updated externals, opaque results).
+/// and nothing per-device escapes as if it were replicated (updated externals, tensors updated
+/// in place, opaque results).
 pub(super) fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
     let Some(partition) = op.partition else {
         return;
@@ -32,8 +33,9 @@ pub(super) fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
                 cx.error_spanned_by(
                     &entry.param,
                     format!(
-                        "`{}` is updated in place (`#[inout]`): its result is its own buffer, \
-                         which `partition` cannot split apart from it; leave it out (replicated)",
+                        "`{}` is updated in place (`#[inout]`): an op that updates a tensor in \
+                         place cannot be partitioned (its result is its own buffer, which \
+                         `partition` cannot split apart from it)",
                         entry.param
                     ),
                 );
@@ -126,6 +128,21 @@ pub(super) fn check_partition(cx: &mut Ctxt, op: &Op<'_>) {
             partition.span,
             format!(
                 "an op that updates an external (`{}`) cannot be partitioned: each device would write its own state",
+                p.ident
+            ),
+        ));
+    }
+    // An `#[inout]` tensor left out of the rule would be each device's own copy, updated from
+    // its shard, yet taken as replicated. (One the rule names is refused above.)
+    if let Some(p) = op.params.iter().find(|p| {
+        matches!(p.kind, Kind::Tensor { inout: true, .. })
+            && !partition.entries.iter().any(|e| e.param == p.ident)
+    }) {
+        cx.syn_error(syn::Error::new(
+            partition.span,
+            format!(
+                "an op that updates a tensor in place (`{}`) cannot be partitioned: each device \
+                 would update its own copy from its shard, which would then pass for the whole",
                 p.ident
             ),
         ));

@@ -1,4 +1,4 @@
-// `#[inout]`: on a `TensorMut`, with no derivative and no partition of the updated tensor.
+// `#[inout]`: on a `TensorMut`, with no derivative, and no partition of an op that has one.
 use customop::prelude::*;
 
 #[custom_op(name = "ui::on_a_ref")]
@@ -26,6 +26,16 @@ pub fn with_vjp(#[inout] x: TensorMut<'_, f32>) -> Result<(), OpError> {
 #[custom_op(name = "ui::split", partition(x = [rows]))]
 pub fn split(#[inout] x: TensorMut<'_, f32, 1>) -> Result<(), OpError> {
     let _ = x;
+    Ok(())
+}
+
+// Left out of the rule, each device's copy would pass for the whole.
+#[custom_op(name = "ui::left_out", partition(x = [rows]))]
+pub fn left_out(
+    x: TensorRef<'_, f32, 1>,
+    #[inout] counts: TensorMut<'_, i64, 1>,
+) -> Result<(), OpError> {
+    let _ = (x, counts);
     Ok(())
 }
 
