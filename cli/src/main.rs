@@ -26,8 +26,13 @@ mod plugin;
 mod run;
 mod values;
 
-/// What went wrong, by kind (each its exit status): customop's one line, then, on the lines
-/// after it, the diagnostic behind it (the plugin's), which `-v` prints.
+/// What went wrong, by kind (each its exit status): customop's message, then, where customop
+/// says the cause in its own words, the plugin's diagnostic behind it after [`DETAIL`], which
+/// only `-v` prints.
+/// Where a failure's message ends and the plugin's diagnostic behind it begins (the ASCII record
+/// separator, in no message).
+pub const DETAIL: char = '\u{1e}';
+
 #[derive(Debug)]
 pub enum Failure {
     Input(String),
@@ -301,9 +306,9 @@ fn main() -> ExitCode {
     match main_(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            // One line, customop's, last; what the plugin said in full before it with `-v`.
+            // customop's message, last; the plugin's diagnostic behind it before, with `-v`.
             let (kind, message) = f.message();
-            let (line, diagnostic) = message.split_once('\n').unwrap_or((message, ""));
+            let (line, diagnostic) = message.split_once(DETAIL).unwrap_or((message, ""));
             let diagnostic = diagnostic.trim();
             if diagnostic.is_empty() {
                 eprintln!("customop: {kind} error: {line}");

@@ -238,9 +238,8 @@ fn arguments(
         .collect()
 }
 
-/// How a runner error maps to the command's failure kinds: customop's words on the first line,
-/// the plugin's diagnostic (where customop says its cause in its own words, or where the
-/// plugin's message runs to more lines) after it.
+/// How a runner error maps to the command's failure kinds (where customop says the cause in
+/// its own words, the plugin's diagnostic behind it after [`DETAIL`](crate::DETAIL)).
 fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
     move |e| match e {
         RunError::MissingHandlers { .. } => Failure::Library(with_detail(&e)),
@@ -260,10 +259,10 @@ fn at(stage: &'static str) -> impl Fn(RunError) -> Failure {
     }
 }
 
-/// `e`'s message, then the plugin's diagnostic behind it on the lines after.
+/// `e`'s message, then the plugin's diagnostic behind it.
 fn with_detail(e: &RunError) -> String {
     match e.detail() {
-        Some(d) => format!("{e}\n{d}"),
+        Some(d) => format!("{e}{}{d}", crate::DETAIL),
         None => e.to_string(),
     }
 }

@@ -121,7 +121,7 @@ fn key_of(client: &ClientInner, format: &str, code: &[u8], options: &[u8]) -> Op
 /// plugin reads an artifact from a newer patch release when it has no op the plugin lacks, so
 /// a newer version alone is no cause.)
 fn explained(client: &ClientInner, program: &Program, e: RunError) -> RunError {
-    let RunError::Pjrt { message, .. } = &e else {
+    let RunError::Pjrt { message, code, .. } = &e else {
         return e;
     };
     let targets = missing_handlers(message);
@@ -135,10 +135,9 @@ fn explained(client: &ClientInner, program: &Program, e: RunError) -> RunError {
         };
     }
     let plugin = client.plugin;
-    let (Some(v), Some(hi), Some(lo)) = (
+    let (Some(v), Some(hi)) = (
         program.stablehlo_version(),
         plugin.stablehlo_current_version(),
-        plugin.stablehlo_minimum_version(),
     ) else {
         return e;
     };
@@ -155,10 +154,12 @@ fn explained(client: &ClientInner, program: &Program, e: RunError) -> RunError {
         return e;
     }
     let show = |x: &[i64]| x.iter().map(i64::to_string).collect::<Vec<_>>().join(".");
+    let lo = plugin.stablehlo_minimum_version().map_or("?".into(), show);
     RunError::StableHloVersion {
         program: show(&v),
         plugin: plugin.describe(),
-        reads: format!("{} to {}", show(lo), show(hi)),
+        reads: Box::new((lo, show(hi))),
+        code: *code,
         detail: e.to_string(),
     }
 }

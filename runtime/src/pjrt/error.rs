@@ -164,8 +164,10 @@ pub enum RunError {
         program: String,
         /// The plugin (`xla-cpu-pjrt==0.0.1`).
         plugin: String,
-        /// The versions it reads (`0.9.0 to 1.13.3`).
-        reads: String,
+        /// The versions it reads, oldest and newest (`0.9.0`, `1.13.3`).
+        reads: Box<(String, String)>,
+        /// The plugin's status code.
+        code: PjrtCode,
         /// What the plugin said ([`RunError::detail`]).
         detail: String,
     },
@@ -207,10 +209,13 @@ impl RunError {
         }
     }
 
-    /// The PJRT status code, for [`RunError::Pjrt`].
+    /// The PJRT status code, for [`RunError::Pjrt`], and for the plugin's errors customop says
+    /// in its own words ([`RunError::MissingHandlers`] is the plugin's `NOT_FOUND`,
+    /// [`RunError::StableHloVersion`] its code as it said it).
     pub fn pjrt_code(&self) -> Option<PjrtCode> {
         match self {
-            RunError::Pjrt { code, .. } => Some(*code),
+            RunError::Pjrt { code, .. } | RunError::StableHloVersion { code, .. } => Some(*code),
+            RunError::MissingHandlers { .. } => Some(PjrtCode::NotFound),
             _ => None,
         }
     }
@@ -280,10 +285,10 @@ impl fmt::Display for RunError {
             } => write!(
                 f,
                 "the program is StableHLO {program} (a portable artifact), but the plugin \
-                 {plugin} reads StableHLO {reads}: run it on a plugin that reads it (`customop \
+                 {plugin} reads StableHLO {} to {}: run it on a plugin that reads it (`customop \
                  plugin list`), or export it for StableHLO {} \
                  (`customop.xla.export(..., stablehlo_version=...)`)",
-                reads.rsplit(' ').next().unwrap_or(reads)
+                reads.0, reads.1, reads.1
             ),
             RunError::Program(m) => write!(f, "program: {m}"),
             RunError::Input(m) => write!(f, "input: {m}"),

@@ -247,11 +247,21 @@ fn a_missing_handler_is_a_compile_error_and_a_second_handler_is_refused() {
   return %0 : tensor<2xf32>
 }"#;
     let e = c.compile(&Program::text(text).unwrap()).unwrap_err();
+    // The plugin's NOT_FOUND, in customop's words first, its own kept as the detail.
+    assert!(
+        matches!(&e, RunError::MissingHandlers { targets, .. } if targets == &["nobody.home"]),
+        "{e:?}"
+    );
     assert_eq!(e.pjrt_code(), Some(PjrtCode::NotFound), "{e}");
     assert!(
         e.to_string()
-            .contains("No FFI handler registered for nobody.home"),
+            .starts_with("no handler is registered for `nobody.home`, which the program calls"),
         "{e}"
+    );
+    assert!(
+        e.detail()
+            .is_some_and(|d| d.contains("No FFI handler registered for nobody.home")),
+        "{e:?}"
     );
     // SAFETY: the symbol is a generated handler of the cdylib.
     let e = unsafe {
