@@ -98,9 +98,23 @@ fn is_entry_name(name: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-/// Whether `name` is one of this cache's files: an entry, or an entry being written.
+/// Whether `name` is one of this cache's files: an entry, an entry or the folder's key being
+/// written (left by a process that died), or an unfinished write of an earlier customop
+/// (`.{key}.{pid}.tmp`).
 fn is_own_name(name: &str) -> bool {
-    is_entry_name(name) || private_dir::is_temp_name(name, is_entry_name)
+    let earlier = || {
+        name.strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.split_once('.'))
+            .is_some_and(|(key, pid)| {
+                is_entry_name(&format!("{key}.pjrt"))
+                    && !pid.is_empty()
+                    && pid.bytes().all(|b| b.is_ascii_digit())
+            })
+    };
+    is_entry_name(name)
+        || private_dir::is_temp_name(name, |n| is_entry_name(n) || n == private_dir::KEY_FILE)
+        || earlier()
 }
 
 /// The compile cache in a private folder.
@@ -174,8 +188,8 @@ impl CacheSlot {
         &self.dir
     }
 
-    /// The cache, or why its folder is refused: said on stderr once (the first time it is
-    /// opened), and the program is then compiled without a cache.
+    /// The cache, or why its folder is refused: said on stderr once per folder and process
+    /// (the first time a client opens it), and programs are then compiled without a cache.
     pub(super) fn get(&self) -> Result<&Cache, &str> {
         self.opened
             .get_or_init(|| {
@@ -186,7 +200,12 @@ impl CacheSlot {
                          compiling without it",
                         self.dir.display()
                     );
-                    eprintln!("customop: {why}");
+                    static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+                    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+                    if !said.contains(&self.dir) {
+                        said.push(self.dir.clone());
+                        eprintln!("customop: {why}");
+                    }
                     why
                 })
             })

@@ -187,15 +187,21 @@ fn prune_and_clear_touch_only_the_caches_own_files() {
     cache.write(&old, b"older entry");
     std::thread::sleep(std::time::Duration::from_millis(20));
     cache.write(&new, b"newer entry");
-    // An unfinished write of an entry, as the cache names them.
+    // Unfinished writes of an entry and of the key, as the cache names them, and of an
+    // entry as an earlier customop named them.
     let unfinished = private_dir::temp_name(&entry_name(&old));
     std::fs::write(d.join(&unfinished), b"half").unwrap();
+    let key_half = private_dir::temp_name(private_dir::KEY_FILE);
+    std::fs::write(d.join(&key_half), b"half").unwrap();
+    let earlier = format!(".{}.4242.tmp", "3".repeat(64));
+    std::fs::write(d.join(&earlier), b"half").unwrap();
     let size = std::fs::metadata(d.join(entry_name(&new))).unwrap().len();
     prune(&d, size);
     assert!(cache.read(&old).is_none());
     assert_eq!(cache.read(&new).unwrap(), b"newer entry");
     assert!(d.join(&unfinished).exists());
-    assert_eq!(clear(&d).unwrap(), 2);
+    assert_eq!(clear(&d).unwrap(), 4);
+    assert!(!d.join(&key_half).exists() && !d.join(&earlier).exists());
     assert!(cache.read(&new).is_none());
     for t in theirs {
         assert_eq!(std::fs::read(d.join(t)).unwrap(), b"keep me", "{t}");
@@ -283,12 +289,17 @@ fn an_untrusted_folder_is_named_and_not_used() {
     Cache::open(&dir).unwrap();
     /// How a case spoils the folder.
     type Spoil = fn(&Path);
-    let mut cases: Vec<(&str, Spoil)> = vec![("can be written by its group", |p| {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o770)).unwrap()
+    let mut cases: Vec<(&str, Spoil)> = vec![("can be written by others", |p| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o707)).unwrap()
     })];
     if private_dir::euid() == 0 {
         cases.push(("belongs to uid 4321", |p| {
             std::os::unix::fs::chown(p, Some(4321), None).unwrap()
+        }));
+        // A group no one is known in (so not this user's alone), which may write it.
+        cases.push(("can be written by its group", |p| {
+            std::os::unix::fs::chown(p, None, Some(4321)).unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o770)).unwrap()
         }));
     }
     for (why, spoil) in cases {
@@ -303,7 +314,9 @@ fn an_untrusted_folder_is_named_and_not_used() {
         }
         let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(files.len(), 1, "{why}: only the key: {files:?}");
-        std::os::unix::fs::chown(&dir, Some(private_dir::euid()), None).unwrap();
+        if private_dir::euid() == 0 {
+            std::os::unix::fs::chown(&dir, Some(0), Some(0)).unwrap();
+        }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
     // Trusted again, it is used.

@@ -48,6 +48,38 @@ pub(super) fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Whether group `gid` is this user's private group: no one else is in it, by `/etc/group`
+/// (no other member) and `/etc/passwd` (no other user's primary group), as Debian's ssh allows a
+/// group-writable folder of such a group (the default where users' umask is 002).
+fn private_group(gid: u32, uid: u32) -> bool {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let users: Vec<(String, u32, u32)> = read("/etc/passwd")
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let Some(me) = users.iter().find(|u| u.1 == uid) else {
+        return false;
+    };
+    let Some(group) = read("/etc/group").lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.get(2)?.parse::<u32>().ok()? == gid).then(|| f.get(3).unwrap_or(&"").to_string())
+    }) else {
+        return false;
+    };
+    group
+        .split(',')
+        .filter(|m| !m.is_empty())
+        .all(|m| m == me.0)
+        && users.iter().all(|u| u.2 != gid || u.1 == uid)
+}
+
 /// Why `m` (of folder `path`, the folder itself when `own`, else one above it) is not one this
 /// user alone controls, if it is not.
 fn folder_refusal(path: &Path, m: &Metadata, own: bool) -> Option<String> {
@@ -64,18 +96,17 @@ fn folder_refusal(path: &Path, m: &Metadata, own: bool) -> Option<String> {
         ));
     }
     // A folder above that others may write is safe only if they cannot rename or remove
-    // what they do not own in it (the sticky bit, as on /tmp); the folder itself never.
+    // what they do not own in it (the sticky bit, as on /tmp); the folder itself never. Its
+    // group may write it where that group is this user's alone.
     let sticky = mode & 0o1000 != 0;
-    if mode & 0o022 != 0 && (own || !sticky) {
+    let group = mode & 0o020 != 0 && !private_group(m.gid(), me);
+    if (group || mode & 0o002 != 0) && (own || !sticky) {
         return Some(format!(
-            "{} can be written by {} (mode {:o})",
+            "{} can be written by {} (mode {:o}; `chmod go-w {}` makes it yours alone)",
             path.display(),
-            if mode & 0o020 != 0 {
-                "its group"
-            } else {
-                "others"
-            },
-            mode & 0o7777
+            if group { "its group" } else { "others" },
+            mode & 0o7777,
+            path.display()
         ));
     }
     None
