@@ -251,8 +251,9 @@ fn write(
                 TypeLayout::Enum { repr, .. } => repr_of(repr),
                 _ => TypeLayout::U8,
             };
-            let written = scalar::write(&repr, &variant.value.into(), &mut buf[at..at + size]);
-            written.unwrap_or(Ok(())).map_err(fail)
+            scalar::write(&repr, &variant.value.into(), &mut buf[at..at + size])
+                .unwrap_or_else(|| Err(format!("{name}'s repr is not an integer type")))
+                .map_err(fail)
         }
         TypeLayout::Array { len, element } => write_array(root, t, *len, element, v, buf, at, path),
         TypeLayout::Struct { layout } => write_fixed(root, layout, v, buf, at, path),

@@ -98,9 +98,11 @@ fn read(t: &'static TypeLayout, bytes: &[u8], used: &mut [bool]) -> Result<Value
             repr,
             variants,
         } => {
+            // (`repr_of` is an integer type, which `scalar::read` reads; an enum's reprs fit an
+            // i64: u8, u16, u32, i32.)
             let value = scalar::read(&repr_of(repr), bytes)
-                .unwrap_or_else(|| Ok(json!(0)))?
-                .as_i64()
+                .transpose()?
+                .and_then(|v| v.as_i64())
                 .unwrap_or(i64::MIN);
             let Some(v) = variants.iter().find(|v| v.value == value) else {
                 return Err(DescriptorError::field_error(ErrorKind::InvalidEnum {
