@@ -263,14 +263,17 @@ mod tests {
             // x86-64's baseline, always there.
             assert!(f.contains(&"sse2"), "{f:?}");
             let has = |x: &str| f.contains(&x);
-            assert_eq!(
-                simd_at(Level::Avx2).is_some(),
-                has("avx2") && has("fma"),
-                "{f:?}"
-            );
+            // x86-64-v3 and v4 as pulp's tokens need them.
+            let v3 = [
+                "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "bmi1", "bmi2",
+                "fma", "lzcnt",
+            ]
+            .iter()
+            .all(|x| has(x));
+            assert_eq!(simd_at(Level::Avx2).is_some(), v3, "{f:?}");
             assert_eq!(
                 simd_at(Level::Avx512).is_some(),
-                ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
+                v3 && ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
                     .iter()
                     .all(|x| has(x)),
                 "{f:?}"

@@ -83,10 +83,13 @@ def cpu_levels():
     caught."""
     with open("/proc/cpuinfo") as f:
         flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+    # x86-64-v3 as its token needs it (cpuinfo spells sse3 `pni`, lzcnt `abm`), v4 on top.
+    v3 = {"pni", "ssse3", "sse4_1", "sse4_2", "popcnt", "avx", "avx2", "bmi1", "bmi2", "fma",
+          "abm"} <= flags
     have = []
-    if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
+    if v3 and {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
         have.append("avx512")
-    if {"avx2", "fma"} <= flags:
+    if v3:
         have.append("avx2")
     return have + ["portable"]
 

@@ -59,7 +59,12 @@ pub fn myadd_out(
             out.dims()
         )));
     }
-    for ((o, &x), &y) in out.as_mut_slice().iter_mut().zip(a.as_slice()).zip(b.as_slice()) {
+    for ((o, &x), &y) in out
+        .as_mut_slice()
+        .iter_mut()
+        .zip(a.as_slice())
+        .zip(b.as_slice())
+    {
         *o = x + y;
     }
     Ok(())

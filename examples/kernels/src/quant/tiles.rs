@@ -336,16 +336,29 @@ mod tests {
     use customop::cpu::{Level, simd_at};
 
     /// The levels this CPU has, by the standard library's detection of their features (apart
-    /// from `customop::cpu`'s, so that a level it fails to give is caught).
+    /// from `customop::cpu`'s, so that a level it fails to give is caught): x86-64-v3 and v4 as
+    /// their tokens need them.
     fn levels_the_cpu_has() -> Vec<Level> {
         let mut have = vec![Level::Portable];
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("fma") {
+            let v3 = has!("sse3")
+                && has!("ssse3")
+                && has!("sse4.1")
+                && has!("sse4.2")
+                && has!("popcnt")
+                && has!("avx")
+                && has!("avx2")
+                && has!("bmi1")
+                && has!("bmi2")
+                && has!("fma")
+                && has!("lzcnt");
+            if v3 {
                 have.push(Level::Avx2);
             }
-            if has!("avx512f")
+            if v3
+                && has!("avx512f")
                 && has!("avx512bw")
                 && has!("avx512cd")
                 && has!("avx512dq")
