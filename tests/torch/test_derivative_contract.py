@@ -9,7 +9,8 @@ operand both can ask a gradient of (a floating or complex tensor), reverse mode 
 - it does, and they do not list it (a complex or fp8 input, a type parameter that also allows
   an integer type): `NotDifferentiableError` in both, never a zero or a `.grad` left None.
 The loss is the sum of the outputs that have a derivative at their types (so that a refusal
-here is the operand's, not an output's).
+here is the operand's, not an output's), and of the tensors the op updates in place (JAX returns
+them, torch writes them into the arguments).
 
 Needs jax and torch in one venv (target/xla-venv: torch 2.9, jax 0.12; target/torch-venv: the
 newest torch, with jax for torchax). Run on both torch paths: CUSTOMOP_TORCH_NATIVE=1 or 0, with
@@ -33,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import samples  # noqa: E402
 from customop import xla as cx  # noqa: E402
+from customop.manifest import UPDATED, UpdatedTensor  # noqa: E402
 from torch_helpers import LIB  # noqa: E402
 from torch_samples import missing_dtype, to_torch  # noqa: E402
 
@@ -61,14 +63,19 @@ def outcome(run):
 
 class Contract(unittest.TestCase):
     def test_every_operand_of_every_op_is_differentiated_alike(self):
-        compared = {"gradient": 0, "NoGradientError": 0, "NotDifferentiableError": 0}
+        compared = {"gradient": 0, "NoGradientError": 0, "NotDifferentiableError": 0,
+                    "in place": 0}
         for call in samples.calls(JAX):
             if not call.torch or missing_dtype(call):
                 continue  # torch refuses the op by name (tests/torch/test_transforms.py)
             sch = LIB.library.op(call.op).schema
-            outs = [i for i, r in enumerate(sch.results) if sch.derivatives.outputs.get(r.name)]
+            outs = [i for i, r in enumerate(sch.results)
+                    if sch.derivatives.outputs.get(r.name) or isinstance(r, UpdatedTensor)]
             if not outs:
                 continue  # no output to differentiate
+            # Where each result is in torch: returned (in order), or written into its operand.
+            returned = [i for i, r in enumerate(sch.results) if not isinstance(r, UPDATED)]
+            in_place = any(isinstance(sch.results[k], UpdatedTensor) for k in outs)
             jattrs = {k: JAX.pack(v.name, v.value) if isinstance(v, samples.Descriptor) else v
                       for k, v in call.attrs.items()}
             tattrs = {k: LIB.pack_attr(v.name, v.value) if isinstance(v, samples.Descriptor)
@@ -94,7 +101,10 @@ class Contract(unittest.TestCase):
                         got = getattr(getattr(torch.ops, call.op.split("::")[0]),
                                       call.op.split("::")[1])(*args, **tattrs)
                         got = list(got) if isinstance(got, (list, tuple)) else [got]
-                        sum(got[k].double().sum() for k in outs).backward()
+                        result = [args[r.operand] if isinstance(r, UpdatedTensor)
+                                  else got[returned.index(k)] if k in returned else None
+                                  for k, r in enumerate(sch.results)]
+                        sum(result[k].double().sum() for k in outs).backward()
                         if args[i].grad is None:
                             raise AssertionError("%s: .grad of `%s` left None" % (call.op,
                                                                                  p.name))
@@ -108,7 +118,8 @@ class Contract(unittest.TestCase):
                             t_grad.double().numpy(), j_grad.astype(np.float64),
                             rtol=1e-2 if a.dtype.itemsize < 4 else 1e-5, atol=1e-6)
                     compared[want] += 1
-        # Each kind of answer is met (what the example library declares).
+                    compared["in place"] += in_place
+        # Each kind of answer is met (what the example library declares), in-place ops too.
         self.assertTrue(all(n > 0 for n in compared.values()), compared)
 
 
