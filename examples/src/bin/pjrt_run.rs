@@ -127,7 +127,8 @@ fn kind(e: &RunError) -> &'static str {
     }
 }
 
-/// The status class of `e`, for comparing with jaxlib's: a PJRT error's own status; for what
+/// The status class of `e`, for comparing with jaxlib's: a PJRT error's own status (as
+/// [`RunError::pjrt_code`] gives it); for what
 /// the runner refuses before the plugin sees it, `INVALID_ARGUMENT`, the status XLA gives the
 /// same fault (a program without `@main`: "MLIR module must have a main function"; an input
 /// of another size: "expected parameter 0 of size 8 ... but got ... size 12"); for the rest (a
@@ -137,9 +138,10 @@ fn kind(e: &RunError) -> &'static str {
 /// signature itself is what does not parse.)
 fn status(e: &RunError) -> Option<&'static str> {
     match e {
-        RunError::Pjrt { code, .. } => Some(code.name()),
         RunError::Program(_) | RunError::Input(_) => Some(PjrtCode::InvalidArgument.name()),
-        _ => None,
+        // The plugin's own status, also where customop says the cause in its own words (a
+        // missing handler, a StableHLO version).
+        e => e.pjrt_code().map(PjrtCode::name),
     }
 }
 
