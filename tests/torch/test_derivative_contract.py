@@ -36,7 +36,7 @@ import samples  # noqa: E402
 from customop import xla as cx  # noqa: E402
 from customop.manifest import UPDATED, UpdatedTensor  # noqa: E402
 from torch_helpers import LIB  # noqa: E402
-from torch_samples import missing_dtype, to_torch  # noqa: E402
+from torch_samples import missing_dtype, packet, to_torch, torch_attrs  # noqa: E402
 
 JAX = cx.Library(os.environ["CUSTOMOP_KERNELS"])
 JAX.register()
@@ -76,11 +76,7 @@ class Contract(unittest.TestCase):
             # Where each result is in torch: returned (in order), or written into its operand.
             returned = [i for i, r in enumerate(sch.results) if not isinstance(r, UPDATED)]
             in_place = any(isinstance(sch.results[k], UpdatedTensor) for k in outs)
-            jattrs = {k: JAX.pack(v.name, v.value) if isinstance(v, samples.Descriptor) else v
-                      for k, v in call.attrs.items()}
-            tattrs = {k: LIB.pack_attr(v.name, v.value) if isinstance(v, samples.Descriptor)
-                      else (v.item() if isinstance(v, np.generic) else v)
-                      for k, v in call.attrs.items()}
+            jattrs, tattrs = samples.jax_attrs(JAX, call.attrs), torch_attrs(call.attrs)
             for i, (p, a) in enumerate(zip(sch.operands, call.operands)):
                 t = to_torch(a)
                 if not (t.is_floating_point() or t.is_complex()) or not jnp.issubdtype(
@@ -98,8 +94,7 @@ class Contract(unittest.TestCase):
                     def torch_grad(i=i, call=call, t=t):
                         args = [to_torch(o) for o in call.operands]
                         args[i] = t.clone().requires_grad_()
-                        got = getattr(getattr(torch.ops, call.op.split("::")[0]),
-                                      call.op.split("::")[1])(*args, **tattrs)
+                        got = packet(call.op)(*args, **tattrs)
                         got = list(got) if isinstance(got, (list, tuple)) else [got]
                         result = [args[r.operand] if isinstance(r, UpdatedTensor)
                                   else got[returned.index(k)] if k in returned else None

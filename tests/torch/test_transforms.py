@@ -25,25 +25,10 @@ import samples  # noqa: E402
 import customop.torch as ct  # noqa: E402
 from customop.schema import SchemaError  # noqa: E402
 from torch_helpers import LIB, ops  # noqa: E402
-from torch_samples import any_tensor, bits, missing_dtype, to_torch  # noqa: E402
+from torch_samples import (any_tensor, bits, missing_dtype, packet, to_torch,  # noqa: E402
+                           torch_attrs)
 
 EPS = float(np.float32(1e-3))
-
-
-def torch_attrs(attrs):
-    out = {}
-    for k, v in attrs.items():
-        if isinstance(v, samples.Descriptor):
-            v = LIB.pack_attr(v.name, v.value)
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out[k] = v
-    return out
-
-
-def packet(name):
-    ns, _, op = name.partition("::")
-    return getattr(getattr(ops, ns), op).default
 
 
 def as_list(out):

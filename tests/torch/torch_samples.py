@@ -7,7 +7,8 @@ import torch
 
 from customop.torch.native import shim_has_dtype
 from quant_refs import BITS, packed_bytes
-from torch_helpers import LIB
+from samples import Descriptor
+from torch_helpers import LIB, ops
 
 F4 = LIB.torch_dtype(LIB.library.manifest.element_types["f4E2M1FN"])
 
@@ -56,3 +57,22 @@ def any_tensor(a: np.ndarray) -> torch.Tensor:
     if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", *BITS) or a.dtype.kind in "biufc":
         return to_torch(a)
     return torch.zeros(a.shape, dtype=torch.uint8)
+
+
+def torch_attrs(attrs):
+    """A call's attributes as torch takes them: descriptors packed as `str`, numpy scalars as
+    Python numbers."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, Descriptor):
+            v = LIB.pack_attr(v.name, v.value)
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+def packet(name):
+    """The op overload of `ns::op`, `torch.ops.ns.op.default`."""
+    ns, _, op = name.partition("::")
+    return getattr(getattr(ops, ns), op).default

@@ -74,6 +74,12 @@ FIELD_TYPES = {"flag": True, "int8": -8, "int16": -16, "int32": -32, "int64": -6
 NORM_CFG = Descriptor("example::NormCfg", {"scale": 2.0, "shift": 0.5, "mode": "ScaleShift"})
 
 
+def jax_attrs(lib: Any, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A call's attributes as `lib.ops` takes them: descriptors packed by `lib` (bytes)."""
+    return {k: lib.pack(v.name, v.value) if isinstance(v, Descriptor) else v
+            for k, v in attrs.items()}
+
+
 def calls(lib: Any) -> list[Call]:
     """A call of every op in the example kernel library (the list is checked complete against
     the manifest by the tests that use it)."""

@@ -37,8 +37,7 @@ RNG = np.random.default_rng(7)
 
 
 def jax_attrs(attrs):
-    return {k: LIB.pack(v.name, v.value) if isinstance(v, samples.Descriptor) else v
-            for k, v in attrs.items()}
+    return samples.jax_attrs(LIB, attrs)
 
 
 class Vmap(unittest.TestCase):
