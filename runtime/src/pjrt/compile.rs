@@ -101,11 +101,13 @@ impl Client {
 /// The compile cache's key for compiling `code` (format `format`) with `options` on `client`,
 /// or none when the plugin is not a known one (its hash unknown) or cannot describe its CPU.
 fn key_of(client: &ClientInner, format: &str, code: &[u8], options: &[u8]) -> Option<Key> {
+    // Detected once: what the CPU has does not change in a process.
+    static FEATURES: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let flags = std::env::var_os("XLA_FLAGS").unwrap_or_default();
     Some(Key::of(&KeyInputs {
         plugin_sha256: client.plugin.known_as()?.sha256,
         topology: client.topology()?,
-        cpu_features: &crate::cpu::features().join(","),
+        cpu_features: FEATURES.get_or_init(|| crate::cpu::features().join(",")),
         xla_flags: flags.as_encoded_bytes(),
         devices: client.devices.len(),
         options,
