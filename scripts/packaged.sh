@@ -60,7 +60,9 @@ step "the kernel crate (cdylib, no MLIR) against the packaged crates"
 (cd "$work/kernel" && cargo build --lib -q)
 lib="$CARGO_TARGET_DIR/debug/libquick_kernels.so"
 [ -f "$lib" ] || { echo "no $lib" >&2; exit 1; }
-if nm "$lib" | grep -q mlirContextCreate; then echo "the kernel cdylib links MLIR" >&2; exit 1; fi
+# The symbols first: `nm | grep -q` under pipefail reads a found symbol as nm's SIGPIPE.
+symbols=$(nm "$lib")
+if grep -q mlirContextCreate <<<"$symbols"; then echo "the kernel cdylib links MLIR" >&2; exit 1; fi
 "$cli" ops "$lib" | tee "$work/ops.txt"
 grep -q 'quick::apply_gain(Tensor gain, Tensor x) -> Tensor' "$work/ops.txt"
 grep -q 'quick::Gain (32 bytes packed' "$work/ops.txt"

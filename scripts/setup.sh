@@ -58,7 +58,8 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages -------------------------------------------------------------------------
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -220,7 +221,8 @@ make_venv "$TORCH_VENV" "$TORCH_REQ" "$TORCH_LINK" 'import numpy, ml_dtypes, tor
 make_venv "$JAX_OLDEST_VENV" "$JAX_OLDEST_REQ" "$JAX_OLDEST_LINK" 'import jax, jaxlib, numpy, scipy'
 
 # --- mdbook ----------------------------------------------------------------------------------
-if ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
+mdbook_version=$(mdbook --version 2>/dev/null || true)
+if [[ $mdbook_version != *"v$MDBOOK_VERSION"* ]]; then
   say "installing mdbook $MDBOOK_VERSION"
   cargo install --locked --quiet mdbook --version "$MDBOOK_VERSION"
 fi

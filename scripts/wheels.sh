@@ -41,7 +41,8 @@ PATH="$BUILD/bin:$PATH" "$BUILD/bin/pip" wheel -q --disable-pip-version-check \
 rm -rf examples/kernels/build examples/kernels/python/*.egg-info
 ls -l "$dist"
 kernels=$(ls "$dist"/customop_example_kernels-*.whl)
-unzip -l "$kernels" | grep -q 'customop_example_kernels/kernels.*\.so' ||
+listing=$(unzip -l "$kernels")  # whole, not piped: grep -q would SIGPIPE unzip under pipefail
+grep -q 'customop_example_kernels/kernels.*\.so' <<<"$listing" ||
   { echo "the kernels' wheel holds no library" >&2; exit 1; }
 # Outside the repository, with no customop variable and no PYTHONPATH.
 clean() { env -u PYTHONPATH $(env | sed -n 's/^\(CUSTOMOP_[A-Z_]*\)=.*/-u \1/p') "$@"; }
