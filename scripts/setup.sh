@@ -15,7 +15,10 @@
 #   - mdbook at a pinned version, for the book,
 #   - XLA's CPU PJRT plugins customop knows (runtime/src/pjrt/plugins.txt: PyPI wheels pinned
 #     by hash), each unpacked into a folder of the same cache, the default one linked as
-#     target/pjrt-plugin, for the Rust runner (feature `pjrt`); and the PJRT 0.114 header.
+#     target/pjrt-plugin, for the Rust runner (feature `pjrt`); and the PJRT 0.114 header,
+#   - a CUDA C compiler (nvcc 13.0, from NVIDIA's PyPI wheels, pinned by hash) unpacked into
+#     the same cache (cuda-<version>) and linked as target/cuda, so that CUDA C kernels compile
+#     on a machine with no GPU and no system CUDA.
 # Each step checks first and does nothing when its part is already there.
 #
 # `setup.sh --pjrt` installs only what the Rust runner and the demo need: the Debian
@@ -160,6 +163,85 @@ fi
 if [ "$ONLY_PJRT" = 1 ]; then
   say "ready (PJRT only)"
   exit 0
+fi
+
+# --- CUDA C compiler (nvcc) ------------------------------------------------------------------
+# nvcc, ptxas, fatbinary (nvidia-cuda-nvcc), the device-side headers it includes (crt: the
+# nvidia-cuda-crt wheel; cuda_runtime.h and the rest: nvidia-cuda-runtime; cuda/std, cub,
+# thrust: nvidia-cuda-cccl) and cicc with libdevice (nvidia-nvvm). Each wheel holds its part of
+# one tree, nvidia/cu13/{bin,include,lib,nvvm}, the layout of a CUDA toolkit: unpacked together
+# into one folder they are one, and nvcc (its nvcc.profile finds nvvm/, include/ and cccl beside
+# bin/) needs no flags but the host compiler, Debian's g++ (installed above; CUDA 13.0 takes
+# gcc 6 to 15). 13.0.x, not newer: the GPU machines have driver 580 (CUDA 13.0), and the code
+# we build there must load on it; each wheel is the newest 13.0.x patch on PyPI (the runtime's
+# and cccl's patch numbers differ from nvcc's). No 13.0 wheel has cuobjdump.
+CUDA_VERSION=13.0.88
+CUDA_WHEELS=(  # name==version wheel sha256
+  "nvidia-cuda-nvcc==13.0.88 nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 56fe502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03"
+  "nvidia-cuda-crt==13.0.88 nvidia_cuda_crt-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 2c8043c7c9e02492716426e9919fc78d2c5b3b2a7a768a88e952676b08aa55a4"
+  "nvidia-nvvm==13.0.88 nvidia_nvvm-13.0.88-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl c5f41ffeb6466944a026dfa5317d7d85355c119bbec279205d22f1869d1054e0"
+  "nvidia-cuda-runtime==13.0.96 nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl 7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548"
+  "nvidia-cuda-cccl==13.0.85 nvidia_cuda_cccl-13.0.85-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649"
+)
+CUDA_DIR="$CACHE/cuda-$CUDA_VERSION"
+# The stamp is the pin list: a changed pin (a wheel of another patch) installs the tree again.
+cuda_stamp=$(printf '%s\n' "${CUDA_WHEELS[@]}")
+if [ "$(cat "$CUDA_DIR/.complete" 2>/dev/null)" != "$cuda_stamp" ]; then
+  need_pip "nvcc $CUDA_VERSION"
+  say "downloading nvcc $CUDA_VERSION (NVIDIA's CUDA wheels, ~100 MB)"
+  tmp=$(mktemp -d)
+  reqs=()
+  for w in "${CUDA_WHEELS[@]}"; do reqs+=("${w%% *}"); done
+  # Two platforms: nvidia-nvvm's wheel is tagged manylinux_2_12, the others manylinux_2_17
+  # (pip matches --platform exactly, not "this one or older").
+  "$pip_python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux_2_17_x86_64 --platform manylinux_2_12_x86_64 -d "$tmp" "${reqs[@]}"
+  wheels=()
+  for w in "${CUDA_WHEELS[@]}"; do
+    read -r _ wheel sha <<<"$w"
+    if [ "$(sha256sum "$tmp/$wheel" | cut -d' ' -f1)" != "$sha" ]; then
+      say "the downloaded $wheel does not have the pinned sha256 $sha"
+      exit 1
+    fi
+    wheels+=("$tmp/$wheel")
+  done
+  rm -rf "$CUDA_DIR"
+  mkdir -p "$CUDA_DIR"
+  # nvidia/cu13/X of every wheel to $CUDA_DIR/X, keeping the executable bits (zipfile drops
+  # them); not the wheels' .metadata/ (NVIDIA's build scans, one copy a wheel).
+  "$pip_python" - "$CUDA_DIR" "${wheels[@]}" <<'PY'
+import os, sys, zipfile
+out, prefix = sys.argv[1], "nvidia/cu13/"
+for wheel in sys.argv[2:]:
+    with zipfile.ZipFile(wheel) as z:
+        for info in z.infolist():
+            rel = info.filename[len(prefix):]
+            if not info.filename.startswith(prefix) or not rel or info.is_dir() \
+                    or rel.startswith(".metadata/"):
+                continue
+            path = os.path.join(out, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with z.open(info) as src, open(path, "wb") as dst:
+                dst.write(src.read())
+            os.chmod(path, 0o755 if (info.external_attr >> 16) & 0o111 else 0o644)
+PY
+  rm -rf "$tmp"
+  # One kernel compiled to machine code, so that a tree nvcc cannot use (a header or cicc
+  # missing, no host compiler) fails here, not in a test.
+  tmp=$(mktemp -d)
+  echo 'extern "C" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }' > "$tmp/k.cu"
+  if ! "$CUDA_DIR/bin/nvcc" -fatbin -gencode arch=compute_80,code=sm_80 -o "$tmp/k.fatbin" \
+      "$tmp/k.cu" >&2 || [ "$(od -An -tx4 -N4 "$tmp/k.fatbin" | tr -d ' ')" != ba55ed50 ]; then
+    say "nvcc $CUDA_VERSION in $CUDA_DIR does not compile a kernel to a fatbin"
+    rm -rf "$tmp" "$CUDA_DIR"
+    exit 1
+  fi
+  rm -rf "$tmp"
+  echo "$cuda_stamp" > "$CUDA_DIR/.complete"   # written last: marks it complete
+fi
+if [ "$(readlink target/cuda 2>/dev/null)" != "$CUDA_DIR" ]; then
+  rm -rf target/cuda
+  ln -s "$CUDA_DIR" target/cuda
 fi
 
 # --- Python venv with jax/jaxlib -------------------------------------------------------------
