@@ -103,8 +103,16 @@ example() {
   shift
   "$bin" "$@"
 }
-step "the example kernel cdylib, built alone (no MLIR)"
-cargo build --locked -p customop-example-kernels --target-dir target/kernels
+# nvcc 13.0 from NVIDIA's wheels (setup.sh: target/cuda, its version pinned there), to compile
+# CUDA C kernels on this CPU-only machine.
+export CUSTOMOP_NVCC="$PWD/target/cuda/bin/nvcc"
+step "the example kernel cdylib, built alone (no MLIR), with its CUDA kernels (sm_80, sm_90)"
+cargo build --locked -p customop-example-kernels --features cuda --target-dir target/kernels
+step "the CUDA handlers on the host: fabricated CUDA frames against the stand-in driver, and no driver"
+cargo clippy --locked -q -p customop-example-kernels --features cuda --all-targets \
+  --target-dir target/kernels -- -D warnings
+cargo test --locked -p customop-example-kernels --features cuda --target-dir target/kernels \
+  --test cuda --test cuda_no_driver
 export CUSTOMOP_KERNELS="$PWD/target/kernels/debug/libcustomop_example_kernels.so"
 step "the C-kernel example: the C library's own tests, then its cdylib (no MLIR)"
 mkdir -p target/c-kernel
@@ -262,6 +270,7 @@ lane_jax() {
   py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
   py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
   py_tests "an op called before lib.register(), a wrong library path: customop's words and the fix (NotRegisteredError, LibraryLoadError)" tests/xla/test_not_registered.py
+  py_tests "CUDA sides from JAX without a GPU: the manifest's CUDA handlers, register(), one jax.export for cpu and cuda run on the CPU, an op with no CUDA side refused" tests/xla/test_cuda.py
   py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
   py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
   py_tests "4-bit kernels on every dispatch path (CUSTOMOP_CPU=avx512, avx2, portable) against numpy and each other" tests/xla/test_cpu_paths.py
@@ -279,6 +288,7 @@ lane_jax() {
   py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
   py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
   py_tests "an op called before lib.register() on $TORCH_TAG" tests/xla/test_not_registered.py "$JAX_OLDEST_PYTHON"
+  py_tests "CUDA sides from JAX without a GPU on $TORCH_TAG" tests/xla/test_cuda.py "$JAX_OLDEST_PYTHON"
   py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
   py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
   py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"

@@ -308,12 +308,14 @@ def _dim_rule(j: Json, where: str) -> DimRule:
 @dataclass(frozen=True)
 class OpEntry:
     """One op of a cdylib: its name (`ns::op`), FFI target, exported handler symbol, schema,
-    and the schema in PyTorch FunctionSchema syntax (`schema_string`)."""
+    the schema in PyTorch FunctionSchema syntax (`schema_string`), and the symbol of its CUDA
+    handler (`cuda_handler_symbol`), None for an op with no CUDA side."""
     name: str
     target: str
     handler_symbol: str
     schema: OpSchema
     schema_string: str
+    cuda_handler_symbol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -349,6 +351,11 @@ class Manifest:
             ops.append(OpEntry(name, str(json_field(op, "target", name)),
                                str(json_field(op, "handler_symbol", name)),
                                OpSchema.from_json(json_field(op, "schema", name), types),
-                               str(json_field(op, "schema_string", name))))
+                               str(json_field(op, "schema_string", name)),
+                               _optional_str(op.get("cuda_handler_symbol"))))
         return Manifest(str(json_field(j, "customop_version", "manifest")),
                         int(json_field(j, "wire_format_version", "manifest")), types, tuple(ops))
+
+
+def _optional_str(v: Json) -> str | None:
+    return None if v is None else str(v)

@@ -156,6 +156,12 @@ pub enum Refusal {
     KernelPanic,
     /// The op's `#[state]` could not be built (its constructor's error).
     BadState,
+    /// A CUDA call where there is no CUDA: no driver library, no usable GPU, or no stream in
+    /// the call.
+    NoCuda,
+    /// A CUDA driver call failed (a module load, a launch, a copy): the call and CUDA's error
+    /// name follow.
+    CudaFailed,
 }
 
 impl Refusal {
@@ -172,7 +178,7 @@ impl Refusal {
     }
 
     /// Every refusal, in declaration order.
-    pub const ALL: [Refusal; 23] = [
+    pub const ALL: [Refusal; 25] = [
         Refusal::BadFrame,
         Refusal::WrongCount,
         Refusal::NoSuchBuffer,
@@ -196,6 +202,8 @@ impl Refusal {
         Refusal::KernelError,
         Refusal::KernelPanic,
         Refusal::BadState,
+        Refusal::NoCuda,
+        Refusal::CudaFailed,
     ];
 
     /// The stable snake_case code, as in the messages.
@@ -224,6 +232,8 @@ impl Refusal {
             Refusal::KernelError => "kernel_error",
             Refusal::KernelPanic => "kernel_panic",
             Refusal::BadState => "bad_state",
+            Refusal::NoCuda => "no_cuda",
+            Refusal::CudaFailed => "cuda_failed",
         }
     }
 }
@@ -277,11 +287,15 @@ mod tests {
         );
         for (r, row) in Refusal::ALL.into_iter().zip(&rows) {
             assert_eq!(row.len(), 4, "{r}: code, when, example, XLA code");
-            if r != Refusal::KernelError && r != Refusal::KernelPanic && r != Refusal::BadState {
-                assert_eq!(
+            match r {
+                Refusal::KernelError | Refusal::KernelPanic | Refusal::BadState => {}
+                // No CUDA is the machine's state, not the call's; a driver failure is internal.
+                Refusal::NoCuda => assert_eq!(row[3], "`FAILED_PRECONDITION`", "{r}"),
+                Refusal::CudaFailed => assert_eq!(row[3], "`INTERNAL`", "{r}"),
+                _ => assert_eq!(
                     row[3], "`INVALID_ARGUMENT`",
                     "{r}: the handler's own checks"
-                );
+                ),
             }
             assert!(
                 row[2].contains(&format!("[{r}]")),

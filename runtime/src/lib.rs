@@ -7,6 +7,7 @@ extern crate self as customop;
 
 pub mod c_abi;
 pub mod cpu;
+pub mod cuda;
 pub mod descriptor;
 pub mod error;
 mod ffi;
@@ -135,12 +136,13 @@ mod book {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::__if_mlir as if_mlir;
+    pub use crate::cuda;
     pub use crate::descriptor;
     /// The FFI layer the generated handlers call: the C ABI mirror and the binder.
     pub mod ffi {
         pub use crate::ffi::{
             ArrayAttrElement, AttrLit, AttrRef, AttrValue, Binder, CallCx, Dictionary, IntegerAttr,
-            Unpacked, abi, handle, run, run_stateful,
+            Unpacked, abi, handle, run, run_cuda, run_stateful,
         };
     }
     #[cfg(feature = "mlir")]
@@ -150,7 +152,7 @@ pub mod __private {
     pub use crate::packed;
     pub use crate::plan::OpDef;
     pub use crate::records::*;
-    pub use crate::registry::OpEntry;
+    pub use crate::registry::{CudaEntry, OpEntry};
     pub use crate::schema;
     pub use crate::state;
     pub use crate::tensor;

@@ -26,6 +26,27 @@ pub type HandlerFn = unsafe extern "C" fn(
 
 inventory::collect!(OpEntry);
 
+/// An op's CUDA handler (`#[cuda(...)]`): the symbol to register for platform CUDA. Generated
+/// code submits one per op that has a CUDA side.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CudaEntry {
+    /// The op's custom call target.
+    pub target: &'static str,
+    /// The exported CUDA handler's symbol.
+    pub handler_symbol: &'static str,
+}
+
+inventory::collect!(CudaEntry);
+
+/// The symbol of the CUDA handler of the op with custom call target `target`, if it has one.
+pub fn cuda_handler_symbol(target: &str) -> Option<&'static str> {
+    inventory::iter::<CudaEntry>
+        .into_iter()
+        .find(|e| e.target == target)
+        .map(|e| e.handler_symbol)
+}
+
 fn entries() -> impl Iterator<Item = &'static OpEntry> {
     inventory::iter::<OpEntry>.into_iter()
 }
@@ -80,6 +101,7 @@ pub fn manifest_json() -> String {
                 "name": schema.name,
                 "target": schema.target,
                 "handler_symbol": e.handler_symbol,
+                "cuda_handler_symbol": cuda_handler_symbol(&schema.target),
                 "schema": schema,
                 "schema_string": schema.schema_string(),
             })

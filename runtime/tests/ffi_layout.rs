@@ -169,6 +169,16 @@ fn rust_layout() -> BTreeMap<String, usize> {
             type_info
         }
     );
+    // The stream of a CUDA handler's call.
+    layout!(
+        m,
+        XLA_FFI_Stream_Get_Args {
+            struct_size,
+            extension_start,
+            ctx,
+            stream
+        }
+    );
     // Set and Get share one layout: both are compared with the header.
     let mut state = BTreeMap::new();
     layout!(
@@ -237,6 +247,10 @@ fn rust_layout() -> BTreeMap<String, usize> {
         (
             "XLA_FFI_Handler_Register",
             offset_of!(XLA_FFI_Api_ThreadPool, handler_register),
+        ),
+        (
+            "XLA_FFI_Stream_Get",
+            offset_of!(XLA_FFI_Api_ThreadPool, stream_get),
         ),
         (
             "XLA_FFI_Type_Register",

@@ -157,6 +157,7 @@ fn normalise<T: Num>(
     dtypes(T = [f32, f64, customop::bf16, customop::f16]),
     vjp = rms_norm_nd_bwd
 )]
+#[cfg_attr(feature = "cuda", cuda(crate::cuda::rms_norm_nd))]
 pub fn rms_norm_nd<T: Real>(
     x: TensorRef<'_, T>,
     #[attr] eps: f32,
@@ -200,6 +201,7 @@ fn backward<T: Num>(
     name = "example::rms_norm_nd_bwd",
     dtypes(T = [f32, f64, customop::bf16, customop::f16])
 )]
+#[cfg_attr(feature = "cuda", cuda(crate::cuda::rms_norm_nd_bwd))]
 pub fn rms_norm_nd_bwd<T: Real>(
     x: TensorRef<'_, T>,
     d_y: TensorRef<'_, T>,

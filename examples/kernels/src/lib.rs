@@ -22,12 +22,15 @@
 //! - `in_place`: tensors updated in place (`#[inout]`);
 //! - `any_rank`: outputs whose rank follows an input's (`[..x.dims(..-1)]`);
 //! - `parallel`: kernels on XLA's intra-op pool (`customop::parallel`);
-//! - `state`: state built once per call site (`#[state]`).
+//! - `state`: state built once per call site (`#[state]`);
+//! - `cuda` (feature `cuda`): the CUDA sides of ops (`#[cuda(...)]`), their kernels in `cuda/`.
 
 pub use customop_example_kernel_lib::affine;
 
 pub mod any_rank;
 pub mod attributes;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod derivatives;
 pub mod differentiability;
 pub mod dtypes;

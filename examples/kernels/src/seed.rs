@@ -25,6 +25,7 @@ pub struct Blob {
     side_effect,
     partition(x = [rows, _])
 )]
+#[cfg_attr(feature = "cuda", cuda(crate::cuda::custom_op_external))]
 pub fn custom_op_external(
     #[external] blob: &Blob,
     x: TensorRef<'_, f32, 2>,

@@ -126,6 +126,7 @@ impl<'a> Op<'a> {
                 .collect(),
             vjp: options.vjp.as_ref(),
             jvp: options.jvp.as_ref(),
+            cuda: options.cuda.as_ref(),
         }
     }
 }

@@ -31,6 +31,7 @@ pub(crate) fn check(cx: &mut Ctxt, op: &Op<'_>, item: &ItemFn) {
         cx.error_spanned_by(v, "a custom op cannot be variadic");
     }
     check_dtypes(cx, op, sig);
+    check_cuda(cx, op);
     for arg in &sig.inputs {
         if let syn::FnArg::Receiver(r) = arg {
             cx.error_spanned_by(
@@ -305,6 +306,41 @@ fn check_source(cx: &mut Ctxt, op: &Op<'_>, src: &syn::Ident) -> Option<Option<u
                 format!("`{src}` is not a tensor input (`TensorRef`): `shape = {src}` takes the shape of one"),
             );
             None
+        }
+    }
+}
+
+/// What an op's CUDA side (`#[cuda(...)]`) takes: tensors, outputs, externals by value and
+/// attributes. The rest is refused by name, at the parameter, rather than half-supported.
+fn check_cuda(cx: &mut Ctxt, op: &Op<'_>) {
+    if op.cuda.is_none() {
+        return;
+    }
+    if let Ret::Opaque(t) = &op.ret {
+        cx.error_spanned_by(
+            t,
+            "`#[cuda(...)]`: an opaque result is not written from the device yet",
+        );
+    }
+    for prm in &op.params {
+        let refused = match &prm.kind {
+            Kind::Tensor { inout: true, .. } => Some("a tensor updated in place (`#[inout]`)"),
+            Kind::Tensor { elem, .. } | Kind::Output { elem, .. } if elem.packed => {
+                Some("a packed sub-byte tensor")
+            }
+            Kind::External { mutable: true, .. } => Some("an external updated in place (`&mut`)"),
+            Kind::External { borrow: true, .. } => Some(
+                "an external read in place (`#[external(borrow)]`): on the device it is \
+                      copied and checked, take it as `#[external] x: &T`",
+            ),
+            Kind::State { .. } => Some("a `#[state]`"),
+            _ => None,
+        };
+        if let Some(what) = refused {
+            cx.error_spanned_by(
+                prm.ty,
+                format!("`#[cuda(...)]`: a CUDA side cannot take {what} yet"),
+            );
         }
     }
 }

@@ -24,8 +24,8 @@ use quote::quote;
 
 pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut cx = Ctxt::new();
-    let options = parse::options(&mut cx, args);
-    let item = match syn::parse2::<parse::ItemFn>(item.clone()) {
+    let mut options = parse::options(&mut cx, args);
+    let mut item = match syn::parse2::<parse::ItemFn>(item.clone()) {
         Ok(f) => f,
         Err(e) => {
             // The options' errors too (checked here: the guard would catch it otherwise).
@@ -37,6 +37,7 @@ pub(crate) fn custom_op(args: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#errors #item);
         }
     };
+    options.cuda = parse::take_cuda(&mut cx, &mut item.attrs);
     let (user_fn, params) = parse::take_param_attrs(&mut cx, &item);
     // The generated code reads the signature with its types resolvable inside the companion
     // module (see `names`); the user's function is re-emitted as written.

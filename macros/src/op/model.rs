@@ -31,6 +31,8 @@ pub(crate) struct Op<'a> {
     pub(crate) vjp: Option<&'a syn::Path>,
     /// `jvp = op_jvp`: the tangent op's function path.
     pub(crate) jvp: Option<&'a syn::Path>,
+    /// `#[cuda(op_cuda)]`: the CUDA side's function path.
+    pub(crate) cuda: Option<&'a syn::Path>,
 }
 
 pub(crate) struct Param<'a> {

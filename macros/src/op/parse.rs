@@ -26,6 +26,8 @@ pub(crate) struct Options {
     /// `jvp = op_jvp`: the tangent op (a path to its function, whose companion module it
     /// names), the op's forward-mode rule.
     pub(crate) jvp: Option<syn::Path>,
+    /// `#[cuda(op_cuda)]` on the function: its CUDA side (a path to a host function).
+    pub(crate) cuda: Option<syn::Path>,
     /// Where the attribute is, for "missing `name`".
     pub(crate) span: Option<Span>,
 }
@@ -234,6 +236,7 @@ pub(crate) fn options(cx: &mut Ctxt, args: TokenStream) -> Options {
         dtypes: dtypes_.get(),
         vjp: vjp.get(),
         jvp: jvp.get(),
+        cuda: None,
         span,
     }
 }
@@ -262,6 +265,28 @@ impl Parse for ItemFn {
             body: body.into_token_stream(),
         })
     }
+}
+
+/// Takes `#[cuda(path)]` off the function's attributes: the path of the op's CUDA side. A
+/// crate gates it as any attribute, `#[cfg_attr(feature = "cuda", cuda(op_cuda))]` (rustc
+/// expands `cfg_attr` before the macro sees the function).
+pub(crate) fn take_cuda(cx: &mut Ctxt, attrs: &mut Vec<syn::Attribute>) -> Option<syn::Path> {
+    let mut found: Option<syn::Path> = None;
+    attrs.retain(|a| {
+        if !a.path().is_ident("cuda") {
+            return true;
+        }
+        match a.parse_args::<syn::Path>() {
+            Ok(p) if found.is_none() => found = Some(p),
+            Ok(_) => cx.error_spanned_by(a, "`#[cuda(...)]` is given twice"),
+            Err(_) => cx.error_spanned_by(
+                a,
+                "`#[cuda(...)]` names the op's CUDA side, a function: `#[cuda(my_op_cuda)]`",
+            ),
+        }
+        false
+    });
+    found
 }
 
 /// The customop attributes of one parameter.

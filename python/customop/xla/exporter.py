@@ -41,7 +41,8 @@ class External:
 def export(fn: Callable[..., Any], *args: Any,
            lib: KernelLibrary | Sequence[KernelLibrary],
            names: Sequence[str] | None = None,
-           stablehlo_version: str | None = None) -> Any:
+           stablehlo_version: str | None = None,
+           platforms: Sequence[str] | None = None) -> Any:
     """Exports `fn` (jitted here unless it is already) at `args` with `jax.export`, allowing
     custom calls to the ops of `lib` (a `Library` or several), and annotates every entry
     argument that a call takes as an external. Returns the `jax.export.Exported`, whose
@@ -54,7 +55,11 @@ def export(fn: Callable[..., Any], *args: Any,
     `stablehlo_version` ("1.13.3"), when given, is the StableHLO version the serialization
     (`serialize()`) is written for, in place of jax's own choice (a version some weeks old:
     1.18.0 for jax 0.12): for a consumer that reads no newer, such as an older PJRT plugin
-    (`customop plugin list` says what each reads). jax itself reads it back as any."""
+    (`customop plugin list` says what each reads). jax itself reads it back as any.
+
+    `platforms` (`["cpu", "cuda"]`), when given, are the platforms the one artifact runs on
+    (jax's own choice is the default backend's): an op called in `fn` that has no CUDA side
+    (`#[cuda(...)]`) is refused for "cuda" here, by name, rather than on the GPU."""
     import jax
     from jax import export as jexport
     from jax._src.export._export import _module_to_bytecode
@@ -63,11 +68,16 @@ def export(fn: Callable[..., Any], *args: Any,
 
     libs = [lib] if not isinstance(lib, (list, tuple)) else list(lib)
     by_target: dict[str, OpSchema] = {}
+    host_only: set[str] = set()
     for one in libs:
         by_target.update({op.target: op.schema for op in one.entries()})
+        host_only.update(op.target for op in one.entries() if op.cuda_handler_symbol is None)
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
     checks = [jexport.DisabledSafetyCheck.custom_call(t) for t in sorted(by_target)]
-    exp = jexport.export(jitted, disabled_checks=checks)(*args)
+    if platforms is None:
+        exp = jexport.export(jitted, disabled_checks=checks)(*args)
+    else:
+        exp = jexport.export(jitted, platforms=list(platforms), disabled_checks=checks)(*args)
     names = list(names) if names is not None else _argument_names(fn, args)
 
     ctx = jmlir.make_ir_context()
@@ -80,9 +90,14 @@ def export(fn: Callable[..., Any], *args: Any,
         calls = [op for f in module.body.operations for op in walk(f.operation)
                  if op.name == "stablehlo.custom_call"]
         for op in calls:
-            sch = by_target.get(ir.StringAttr(op.attributes["call_target_name"]).value)
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+            sch = by_target.get(target)
             if sch is None:
                 continue
+            if target in host_only and "cuda" in exp.platforms:
+                raise ExportError("%s has no CUDA side (declare one with #[cuda(...)]): an "
+                                  "export for platforms %s would fail on a GPU"
+                                  % (sch.name, list(exp.platforms)))
             for k, p in enumerate(sch.operands):
                 if not isinstance(p, ExternalParam):
                     continue

@@ -69,15 +69,40 @@ class Library(KernelLibrary):
                              in_specs=in_specs,
                              out_specs=out_specs[0] if len(out_specs) == 1 else out_specs)
 
-    def register(self, platform: str = "cpu") -> None:
+    def register(self, platform: str | None = None) -> None:
         """Registers every op's handler with jax as a typed-FFI target (api_version=1), and
         the primitive the ops' derivatives use (before any trace: see
-        `customop.xla.derivatives.tangent_primitive`)."""
+        `customop.xla.derivatives.tangent_primitive`). With no `platform`: the host handlers
+        for "cpu" and, where jax has a CUDA backend, the CUDA handler of each op that has one
+        (`#[cuda(...)]`) for "CUDA". `platform="cpu"` or `"cuda"`: that platform's only (the
+        CUDA handlers register without a GPU too, for a process that only exports)."""
         import jax
 
         tangent_primitive()
+        if platform is None:
+            platforms = ["cpu"] + (["cuda"] if has_cuda_backend() else [])
+        elif platform.lower() in ("cpu", "host", "cuda"):
+            platforms = [platform.lower()]
+        else:
+            raise ValueError("customop registers handlers for \"cpu\" and \"cuda\", not %r"
+                             % platform)
         for op in self.manifest.ops:
-            fn = getattr(self.cdll, op.handler_symbol)
-            jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(fn)),
-                                        platform=platform, api_version=1)
+            for p in platforms:
+                symbol = op.cuda_handler_symbol if p == "cuda" else op.handler_symbol
+                if symbol is None:
+                    continue  # no CUDA side: a GPU call is refused by XLA, naming the target
+                fn = getattr(self.cdll, symbol)
+                jax.ffi.register_ffi_target(op.target, stages(jax.ffi.pycapsule(fn)),
+                                            platform="CUDA" if p == "cuda" else p,
+                                            api_version=1)
         note_jax_registered(self)
+
+
+def has_cuda_backend() -> bool:
+    """Whether this jax has a CUDA backend with a device (jaxlib's CUDA plugin and a GPU)."""
+    import jax
+
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:
+        return False

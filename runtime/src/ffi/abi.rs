@@ -214,6 +214,19 @@ impl XLA_FFI_Handler_Register_Args {
         core::mem::offset_of!(XLA_FFI_Handler_Register_Args, traits) + size_of::<u32>();
 }
 
+/// `XLA_FFI_Stream_Get_Args`: the platform's stream of the call (for CUDA, a `CUstream`).
+#[repr(C)]
+pub struct XLA_FFI_Stream_Get_Args {
+    pub struct_size: usize,
+    pub extension_start: *mut XLA_FFI_InternalExtension,
+    pub ctx: *mut c_void,
+    /// Out: the stream.
+    pub stream: *mut c_void,
+}
+
+pub type XLA_FFI_Stream_Get =
+    unsafe extern "C" fn(args: *mut XLA_FFI_Stream_Get_Args) -> *mut XLA_FFI_Error;
+
 /// `XLA_FFI_Task`: what `XLA_FFI_ThreadPool_Schedule` runs, on one of XLA's threads.
 pub type XLA_FFI_Task = unsafe extern "C" fn(data: *mut c_void);
 
@@ -251,7 +264,7 @@ pub struct XLA_FFI_Api_ThreadPool {
     /// `XLA_FFI_Handler_Register`, whose arguments differ between API versions (0.2:
     /// [`XLA_FFI_Handler_Register_Args_V2`]): typed by the caller.
     pub handler_register: Option<unsafe extern "C" fn(args: *mut c_void) -> *mut XLA_FFI_Error>,
-    pub stream_get: *const c_void,
+    pub stream_get: Option<XLA_FFI_Stream_Get>,
     pub type_register: Option<XLA_FFI_Type_Register>,
     pub invoke_context_get: *const c_void,
     pub state_set: Option<XLA_FFI_State_Set>,

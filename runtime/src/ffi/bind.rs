@@ -16,8 +16,8 @@ use core::cell::Cell;
 
 /// Hands a kernel's parameters out of one call frame, in the order the op declares them.
 pub struct Binder<'c, 'f> {
-    cx: &'c CallCx<'f>,
-    schema: &'f OpSchema,
+    pub(super) cx: &'c CallCx<'f>,
+    pub(super) schema: &'f OpSchema,
     plan: &'f Plan,
     /// The next schema parameter to bind.
     param: Cell<usize>,
@@ -110,7 +110,7 @@ unsafe fn run_stages(
 
 /// What a generated handler binds a parameter as.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Want {
+pub(super) enum Want {
     Tensor,
     External,
     Attribute,
@@ -153,7 +153,7 @@ impl<'c, 'f> Binder<'c, 'f> {
     }
 
     #[inline]
-    fn operand(&self, want: Want) -> Result<(&'f str, usize), OpError> {
+    pub(super) fn operand(&self, want: Want) -> Result<(&'f str, usize), OpError> {
         match self.next_param(want)? {
             (name, ParamSlot::Operand(o)) => Ok((name, o)),
             (name, ParamSlot::Attribute(_) | ParamSlot::Attributes) => {
@@ -164,7 +164,7 @@ impl<'c, 'f> Binder<'c, 'f> {
 
     #[cold]
     #[inline(never)]
-    fn mismatch(&self, name: &str, want: &str) -> OpError {
+    pub(super) fn mismatch(&self, name: &str, want: &str) -> OpError {
         op_err(
             &self.schema.name,
             Refusal::BadBinding,
@@ -291,7 +291,7 @@ impl<'c, 'f> Binder<'c, 'f> {
     }
 
     #[inline]
-    fn next_result(&self) -> Result<(usize, &'f ResultPlan, &'f str), OpError> {
+    pub(super) fn next_result(&self) -> Result<(usize, &'f ResultPlan, &'f str), OpError> {
         let i = self.result.get();
         self.result.set(i + 1);
         match (self.plan.results.get(i), self.schema.results.get(i)) {
@@ -332,7 +332,7 @@ impl<'c, 'f> Binder<'c, 'f> {
     /// The shape output `name`'s rule gives in this call (for the message when XLA passed
     /// another), or why it has none.
     #[cold]
-    fn expected_shape(
+    pub(super) fn expected_shape(
         &self,
         name: &str,
         shape: &crate::plan::OutputShape,
@@ -380,7 +380,7 @@ impl<'c, 'f> Binder<'c, 'f> {
 }
 
 /// A shape rule's values in a call: the operands' dimensions and the attributes XLA passed.
-struct FrameEnv<'c, 'f>(&'c CallCx<'f>);
+pub(super) struct FrameEnv<'c, 'f>(pub(super) &'c CallCx<'f>);
 
 impl ShapeEnv for FrameEnv<'_, '_> {
     #[inline]

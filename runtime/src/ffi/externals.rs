@@ -15,6 +15,16 @@ impl<'f> CallCx<'f> {
     /// Unpacks argument `i`, a `tensor<Nxui8>` of packed `T`, with full validation.
     pub fn external<T: Descriptor>(&self, i: usize, name: &str) -> Result<T, OpError> {
         let bytes = self.bytes_arg(i, name)?;
+        self.unpack_external(bytes, name)
+    }
+
+    /// `bytes`, the external `name`'s packed `T` (from XLA's buffer, or copied from the
+    /// device), unpacked with full validation.
+    pub(super) fn unpack_external<T: Descriptor>(
+        &self,
+        bytes: &[u8],
+        name: &str,
+    ) -> Result<T, OpError> {
         T::unpack(bytes).map_err(|e| {
             op_err(
                 self.op,

@@ -9,6 +9,7 @@
 pub mod abi;
 mod attr;
 mod bind;
+mod device;
 mod dtype_name;
 pub(crate) mod eager;
 mod entry;
@@ -24,6 +25,7 @@ pub use attr::{
     ArrayAttrElement, AttrKind, AttrLit, AttrRef, AttrValue, Dictionary, IntegerAttr, Unpacked,
 };
 pub use bind::{Binder, run, run_stateful};
+pub use device::run_cuda;
 pub use entry::handle;
 pub use frame::CallCx;
 pub use not_bool::NotBool;

@@ -120,7 +120,6 @@ pub(crate) fn destroy_error(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error)
 }
 
 /// The message of an error one of `t`'s functions returned, which is then destroyed.
-#[cfg(feature = "pjrt")]
 pub(crate) fn take_message(t: &XLA_FFI_Api_ThreadPool, err: *mut XLA_FFI_Error) -> String {
     let mut message = String::from("(no message)");
     if let Some(f) = t.error_get_details {

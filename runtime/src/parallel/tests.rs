@@ -75,7 +75,7 @@ fn api() -> XLA_FFI_Api_ThreadPool {
         error_get_details: None,
         error_destroy: Some(destroy_error),
         handler_register: None,
-        stream_get: null(),
+        stream_get: None,
         type_register: None,
         invoke_context_get: null(),
         state_set: None,

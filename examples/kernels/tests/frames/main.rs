@@ -43,6 +43,9 @@ fn every_refusal_is_exercised() {
         include_str!("in_place.rs"),
         include_str!("kernels.rs"),
         include_str!("packed.rs"),
+        // The CUDA refusals: the binaries of feature `cuda` (scripts/test.sh runs them).
+        include_str!("../cuda.rs"),
+        include_str!("../cuda_no_driver.rs"),
     ]
     .concat();
     for r in Refusal::ALL {

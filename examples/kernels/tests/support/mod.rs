@@ -140,6 +140,17 @@ pub struct Frame {
     /// `(result, other result, byte offset)`: a result's data pointer inside another's (a
     /// crafted overlap of two results).
     pub aliased_results: Vec<(usize, usize, usize)>,
+    /// A CUDA call's stream: the API table is then long enough to hold
+    /// `XLA_FFI_Stream_Get`, which gives this value, and the invoke context is non-null.
+    pub stream: Option<usize>,
+}
+
+/// `XLA_FFI_Stream_Get` of a fabricated table: the invoke context points at the stream.
+unsafe extern "C" fn get_stream(args: *mut XLA_FFI_Stream_Get_Args) -> *mut XLA_FFI_Error {
+    // SAFETY: the handler passes valid arguments with the frame's context, which `call`
+    // points at the stream value.
+    unsafe { (*args).stream = *(*args).ctx.cast::<usize>() as *mut c_void };
+    null_mut()
 }
 
 struct Recorded {
@@ -179,6 +190,7 @@ impl Frame {
             raw_names: None,
             aliased: Vec::new(),
             aliased_results: Vec::new(),
+            stream: None,
         }
     }
 
@@ -312,8 +324,12 @@ impl Frame {
             .map(|n| n as *mut XLA_FFI_ByteSpan)
             .collect();
 
-        let api = XLA_FFI_Api {
-            struct_size: size_of::<XLA_FFI_Api>(),
+        let head = XLA_FFI_Api {
+            struct_size: if self.stream.is_some() {
+                size_of::<XLA_FFI_Api_ThreadPool>()
+            } else {
+                size_of::<XLA_FFI_Api>()
+            },
             extension_start: null_mut(),
             api_version: XLA_FFI_Api_Version {
                 struct_size: size_of::<XLA_FFI_Api_Version>(),
@@ -324,6 +340,22 @@ impl Frame {
             internal_api: null(),
             error_create: Some(record_error),
         };
+        let api = XLA_FFI_Api_ThreadPool {
+            head,
+            error_get_details: None,
+            error_destroy: None,
+            handler_register: None,
+            stream_get: Some(get_stream),
+            type_register: None,
+            invoke_context_get: null(),
+            state_set: None,
+            state_get: None,
+            device_memory_allocate: null(),
+            device_memory_free: null(),
+            thread_pool_schedule: None,
+            thread_pool_num_threads: None,
+        };
+        let mut stream = self.stream.unwrap_or(0);
         let mut metadata = XLA_FFI_Metadata {
             struct_size: size_of::<XLA_FFI_Metadata>(),
             api_version: XLA_FFI_Api_Version {
@@ -350,8 +382,10 @@ impl Frame {
             } else {
                 null_mut()
             },
-            api: if self.api_present { &api } else { null() },
-            ctx: if self.xla_ctx {
+            api: if self.api_present { &api.head } else { null() },
+            ctx: if self.stream.is_some() {
+                (&raw mut stream).cast()
+            } else if self.xla_ctx {
                 core::ptr::NonNull::dangling().as_ptr()
             } else {
                 null_mut()

@@ -139,7 +139,7 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
 /// The handler's body for each combination of a generic op's types: for each `dtypes`
 /// variable, the element type XLA passed (`Binder::dtype_var`) picks one of its listed types,
 /// bound as `__T_<name>` for `body`; a type outside the list was already refused there.
-fn dispatch(op: &Op<'_>, p: &TokenStream, body: &TokenStream) -> TokenStream {
+pub(super) fn dispatch(op: &Op<'_>, p: &TokenStream, body: &TokenStream) -> TokenStream {
     fn level(vars: &[DtypeVar], p: &TokenStream, body: &TokenStream) -> TokenStream {
         let Some((v, rest)) = vars.split_first() else {
             return body.clone();

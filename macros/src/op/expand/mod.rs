@@ -14,11 +14,13 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
+mod cuda;
 mod handler;
 mod lowering;
 mod schema;
 mod signature;
 
+use cuda::expand_cuda;
 use handler::expand_handler;
 use lowering::expand_lowering;
 use schema::expand_schema;
@@ -87,7 +89,9 @@ pub(crate) fn expand(op: &Op<'_>, handler: bool) -> TokenStream {
     let lowering = expand_lowering(op, &p, &results);
     let emit_handler = handler;
     let handler = if emit_handler {
-        expand_handler(op, &p)
+        let cuda = expand_cuda(op, &p);
+        let host = expand_handler(op, &p);
+        quote!(#host #cuda)
     } else {
         TokenStream::new()
     };
