@@ -271,6 +271,9 @@ lane_jax() {
   py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
   py_tests "an op called before lib.register(), a wrong library path: customop's words and the fix (NotRegisteredError, LibraryLoadError)" tests/xla/test_not_registered.py
   py_tests "CUDA sides from JAX without a GPU: the manifest's CUDA handlers, register(), one jax.export for cpu and cuda run on the CPU, an op with no CUDA side refused" tests/xla/test_cuda.py
+  step "scripts/gpu-check.sh --dry: the GPU check's code, references and tolerances, with the CPU as the GPU"
+  bash scripts/gpu-check.sh --dry
+  echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
   py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
   py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
   py_tests "4-bit kernels on every dispatch path (CUSTOMOP_CPU=avx512, avx2, portable) against numpy and each other" tests/xla/test_cpu_paths.py

@@ -121,6 +121,9 @@ mod book {
     #[doc = include_str!("../../book/src/fast-kernels.md")]
     struct FastKernels;
 
+    #[doc = include_str!("../../book/src/cuda-kernels.md")]
+    struct CudaKernels;
+
     #[doc = include_str!("../../book/src/wrapping-c-kernels.md")]
     struct WrappingCKernels;
 
