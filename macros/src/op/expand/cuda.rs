@@ -72,17 +72,7 @@ pub(super) fn expand_cuda(op: &Op<'_>, p: &TokenStream) -> TokenStream {
     }
     let cuda_fn = in_companion(path);
     // A generic op's CUDA side is called with the types `dispatch` chose, as its kernel is.
-    let type_args: Vec<Ident> = op
-        .dtype_vars
-        .iter()
-        .map(|v| format_ident!("__T_{}", v.ident))
-        .collect();
-    let turbofish = if op.dtype_vars.is_empty() {
-        TokenStream::new()
-    } else {
-        let order = op.generic_order.iter().map(|i| &type_args[*i]);
-        quote!(::<#(#order),*>)
-    };
+    let turbofish = super::handler::turbofish(op);
     let call = quote_spanned!(path.span()=> #cuda_fn #turbofish (__cuda, #(#call_args),*));
     let body = super::handler::dispatch(
         op,

@@ -82,19 +82,7 @@ pub(super) fn expand_handler(op: &Op<'_>, p: &TokenStream) -> TokenStream {
             Kind::Invalid(..) => {}
         }
     }
-    // A generic op's kernel is called with the types `dispatch` chose, in the order of its type
-    // parameters (each bound to a local type alias, `__T_<name>`).
-    let type_args: Vec<Ident> = op
-        .dtype_vars
-        .iter()
-        .map(|v| format_ident!("__T_{}", v.ident))
-        .collect();
-    let turbofish = if op.dtype_vars.is_empty() {
-        TokenStream::new()
-    } else {
-        let order = op.generic_order.iter().map(|i| &type_args[*i]);
-        quote!(::<#(#order),*>)
-    };
+    let turbofish = turbofish(op);
     let doc = format!(
         "The XLA FFI handler of `{}` (register it for target `{}`).\n\n\
          # Safety\n\
@@ -165,4 +153,20 @@ pub(super) fn dispatch(op: &Op<'_>, p: &TokenStream, body: &TokenStream) -> Toke
         }
     }
     level(op.dtype_vars, p, body)
+}
+
+/// A generic op's kernel (or CUDA side) is called with the types `dispatch` chose, in the order
+/// of its type parameters (each bound to a local type alias, `__T_<name>`): the turbofish, or
+/// nothing for an op that is not generic.
+pub(super) fn turbofish(op: &Op<'_>) -> TokenStream {
+    if op.dtype_vars.is_empty() {
+        return TokenStream::new();
+    }
+    let type_args: Vec<Ident> = op
+        .dtype_vars
+        .iter()
+        .map(|v| format_ident!("__T_{}", v.ident))
+        .collect();
+    let order = op.generic_order.iter().map(|i| &type_args[*i]);
+    quote!(::<#(#order),*>)
 }
