@@ -21,7 +21,7 @@ fn main() {
     let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
         panic!("cargo sets OUT_DIR for a build script");
     };
-    for name in ["seed", "rms_norm"] {
+    for name in ["seed", "rms_norm", "add_out"] {
         let src = format!("cuda/{name}.cu");
         println!("cargo::rerun-if-changed={src}");
         let fatbin = out.join(format!("{name}.fatbin"));

@@ -460,6 +460,16 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
     return copy("htod", "dst", (void *)(uintptr_t)dst, src, n, s);
 }
 
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                     CUstream s) {
+    INJECT("cuMemcpyDtoDAsync_v2");
+    if (n > 0 && (!dst || !src)) return INVALID_VALUE;
+    if (n > 0) memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    LOG("dtod stream=0x%llx dst=0x%llx src=0x%llx bytes=%zu", ptr_val(s),
+        (unsigned long long)dst, (unsigned long long)src, n);
+    return SUCCESS;
+}
+
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     INJECT("cuMemcpyDtoH_v2");
     return copy("dtoh", "src", dst, (const void *)(uintptr_t)src, n, NULL);

@@ -102,6 +102,12 @@ for dtype in ["float32", "float64", "bfloat16", "float16"]:
 xs = jnp.asarray(rng.standard_normal((4, 16, 64)), jnp.float32)
 check("jax.vmap(rms_norm_nd) f32: GPU vs jnp", on(gpu, jax.vmap(rms), xs), rms_ref(xs), 1e-5, 1e-6)
 
+# myadd_out (pytorch/extension-cpp's, updated in place): out = a + b.
+a, b, o = (rng.standard_normal((1000, 3)).astype(np.float32) for _ in range(3))
+add = lambda a, b, o: lib.call("example::myadd_out", a, b, o)  # noqa: E731
+check("myadd_out: GPU vs CPU kernel", on(gpu, add, a, b, o), on(cpu, add, a, b, o), 0, 0)
+check("myadd_out: GPU vs numpy", on(gpu, add, a, b, o), a + b, 0, 0)
+
 # Timings: each op against its jnp equivalent on the same device.
 # (A dry run times small arrays: what it checks is that the timing code runs.)
 n = 256 if DRY else 4096

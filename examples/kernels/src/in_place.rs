@@ -46,6 +46,7 @@ pub fn cache_write(
 /// tensor in place, it has no derivative: torch refuses a call whose inputs require grad (as its
 /// own `out=` functions do), JAX a gradient through it.
 #[custom_op(name = "example::myadd_out")]
+#[cfg_attr(feature = "cuda", cuda(crate::cuda::myadd_out))]
 pub fn myadd_out(
     a: TensorRef<'_, f32>,
     b: TensorRef<'_, f32>,

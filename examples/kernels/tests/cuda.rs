@@ -418,3 +418,60 @@ fn every_kernel_the_host_sides_name_is_in_its_image() {
         .count();
     assert_eq!(found, 9, "{:?}", s.lines());
 }
+
+#[test]
+fn a_tensor_updated_in_place_is_copied_on_the_stream_only_when_xla_did_not_alias_it() {
+    let (_g, s) = standin();
+    let add: Handler = k::in_place::myadd_out::customop_cuda_handler_example_myadd_out;
+    let frame = |aliased: Vec<(usize, usize, usize)>| {
+        let mut f = Frame::new(
+            vec![
+                f32s(&[6], &[1.0; 6]),
+                f32s(&[6], &[2.0; 6]),
+                f32s(&[6], &[7.0; 6]),
+            ],
+            vec![zeros(F32, &[6], 4)],
+        );
+        f.aliased = aliased;
+        f.stream = Some(0x6300);
+        f
+    };
+    // Aliased (one buffer): nothing copied, the kernel writes the operand's buffer.
+    let mut one = frame(vec![(0, 2, 0)]);
+    let out = one.args[2].bytes.ptr() as u64;
+    one.call(add).unwrap();
+    let lines = s.lines();
+    assert!(!lines.iter().any(|l| l.starts_with("dtod")), "{lines:?}");
+    let launch = lines.iter().find(|l| l.starts_with("launch")).unwrap();
+    assert!(launch.contains(&hex(&out.to_le_bytes())), "{launch}");
+    // A separate result: the input copied into it on the stream, then the launch on it.
+    // SAFETY: the stand-in's log is this test's (LOCK held).
+    unsafe { (s.reset)() };
+    let mut two = frame(Vec::new());
+    let (from, to) = (
+        two.args[2].bytes.ptr() as u64,
+        two.rets[0].bytes.ptr() as u64,
+    );
+    two.call(add).unwrap();
+    let lines = s.lines();
+    assert_eq!(
+        lines[0],
+        format!("dtod stream=0x6300 dst={to:#x} src={from:#x} bytes=24")
+    );
+    assert!(
+        lines[1].starts_with("launch name=customop_myadd_out"),
+        "{lines:?}"
+    );
+    assert!(lines[1].contains(&hex(&to.to_le_bytes())), "{lines:?}");
+    assert_eq!(
+        two.rets[0].bytes.get(),
+        two.args[2].bytes.get(),
+        "the input's values"
+    );
+    // A result inside another input is refused before any copy.
+    // SAFETY: as above.
+    unsafe { (s.reset)() };
+    let e = frame(vec![(0, 0, 4)]).call(add).unwrap_err();
+    assert!(e.message.contains("[overlap]"), "{}", e.message);
+    assert_eq!(s.lines(), Vec::<String>::new());
+}

@@ -324,7 +324,6 @@ fn check_cuda(cx: &mut Ctxt, op: &Op<'_>) {
     }
     for prm in &op.params {
         let refused = match &prm.kind {
-            Kind::Tensor { inout: true, .. } => Some("a tensor updated in place (`#[inout]`)"),
             Kind::Tensor { elem, .. } | Kind::Output { elem, .. } if elem.packed => {
                 Some("a packed sub-byte tensor")
             }

@@ -40,6 +40,7 @@ type LaunchKernel = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> CuResult;
 type MemcpyDtoHAsync = unsafe extern "C" fn(*mut c_void, DevicePtr, usize, *mut c_void) -> CuResult;
+type MemcpyDtoDAsync = unsafe extern "C" fn(DevicePtr, DevicePtr, usize, *mut c_void) -> CuResult;
 type StreamSynchronize = unsafe extern "C" fn(*mut c_void) -> CuResult;
 
 /// The resolved driver functions. The library stays loaded for the process's life.
@@ -54,6 +55,7 @@ pub(crate) struct Driver {
     module_get_function: ModuleGetFunction,
     launch_kernel: LaunchKernel,
     memcpy_dtoh_async: MemcpyDtoHAsync,
+    memcpy_dtod_async: MemcpyDtoDAsync,
     stream_synchronize: StreamSynchronize,
 }
 
@@ -109,6 +111,7 @@ fn load() -> Result<Driver, String> {
         module_get_function: sym!("cuModuleGetFunction"),
         launch_kernel: sym!("cuLaunchKernel"),
         memcpy_dtoh_async: sym!("cuMemcpyDtoHAsync_v2"),
+        memcpy_dtod_async: sym!("cuMemcpyDtoDAsync_v2"),
         stream_synchronize: sym!("cuStreamSynchronize"),
         path: path.clone(),
     };
@@ -243,6 +246,25 @@ impl Driver {
                 core::ptr::null_mut(),
                 extra.as_mut_ptr(),
             )
+        })
+    }
+
+    /// Enqueues a copy of `bytes` from device address `src` to `dst` on `stream` (no wait: a
+    /// kernel launched after it on the stream sees the copy).
+    ///
+    /// # Safety
+    /// `src` and `dst` are device buffers of at least `bytes` bytes, valid on `stream`, that do
+    /// not overlap.
+    pub(crate) unsafe fn copy_on_device(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+        stream: *mut c_void,
+    ) -> Result<(), DriverError> {
+        // SAFETY: the caller's contract.
+        self.check("cuMemcpyDtoDAsync", unsafe {
+            (self.memcpy_dtod_async)(dst, src, bytes, stream)
         })
     }
 

@@ -115,6 +115,22 @@ impl<'f> Cuda<'f> {
         .map_err(|e| driver_err(self.op, &e))
     }
 
+    /// Enqueues a copy of `bytes` from `src` to `dst` on the call's stream.
+    ///
+    /// # Safety
+    /// `src` and `dst` are device buffers of at least `bytes` bytes, valid on the call's
+    /// stream, that do not overlap.
+    pub(crate) unsafe fn copy_on_device(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+    ) -> Result<(), OpError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.driver.copy_on_device(dst, src, bytes, self.stream) }
+            .map_err(|e| driver_err(self.op, &e))
+    }
+
     /// Copies `out.len()` bytes from device address `src` and waits for them.
     ///
     /// # Safety

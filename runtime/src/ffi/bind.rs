@@ -18,7 +18,7 @@ use core::cell::Cell;
 pub struct Binder<'c, 'f> {
     pub(super) cx: &'c CallCx<'f>,
     pub(super) schema: &'f OpSchema,
-    plan: &'f Plan,
+    pub(super) plan: &'f Plan,
     /// The next schema parameter to bind.
     param: Cell<usize>,
     /// The next result to bind (tensor outputs first, then an opaque result, then updated

@@ -97,6 +97,50 @@ impl<'f> Binder<'_, 'f> {
         Ok(DeviceMut::from_checked(raw.data as u64, raw.dims, n))
     }
 
+    /// The next parameter, a tensor updated in place (`#[inout]`) on the device: a writable
+    /// view of its result, which holds the input's values. Where XLA aliased the two (one
+    /// buffer) nothing is copied; where it passed a separate result, the input is copied into
+    /// it on the call's stream first, so the kernel starts from the input's values.
+    pub fn device_inout<T: Element, const RANK: usize>(
+        &self,
+        cuda: &Cuda<'_>,
+    ) -> Result<DeviceMut<'f, T, RANK>, OpError> {
+        let (name, o) = self.operand(super::bind::Want::Tensor)?;
+        let ret = self
+            .plan
+            .results
+            .iter()
+            .position(|r| matches!(r, ResultPlan::Updated { operand } if *operand == o))
+            .ok_or_else(|| self.mismatch(name, "a tensor updated in place"))?;
+        let input = self.cx.raw(true, o)?;
+        let n = self.cx.typed::<T>(&input, name, RANK)?;
+        let out = self.cx.raw(false, ret)?;
+        self.cx.typed::<T>(&out, name, input.dims.len())?;
+        if out.dims != input.dims {
+            return Err(op_err(
+                &self.schema.name,
+                Refusal::WrongShape,
+                format!(
+                    "`{name}` is updated in place: its result must have the input's shape {:?}, \
+                     XLA passed {:?}",
+                    input.dims, out.dims
+                ),
+            ));
+        }
+        let bytes = n * core::mem::size_of::<T>();
+        let (start, from) = (out.data as usize, input.data as usize);
+        // Its own operand may be the same buffer; any other overlap is refused.
+        self.cx.claim_output(ret, name, start, bytes, Some(o))?;
+        if n > 0 && start != from {
+            // SAFETY: both buffers hold `bytes` bytes (checked dtype and the same shape) at
+            // non-null device addresses valid on the call's stream, and do not overlap
+            // (`claim_output` refused an overlap: the pointers differ, so the input range was
+            // not exempt).
+            unsafe { cuda.copy_on_device(start as u64, from as u64, bytes)? };
+        }
+        Ok(DeviceMut::from_checked(start as u64, out.dims, n))
+    }
+
     /// The next parameter, an external in device memory: its buffer checked (a `ui8`
     /// vector) now, its bytes fetched by [`PendingExternal::fetch`] once every other
     /// parameter is bound, so that a bad buffer is refused before the device is waited for.

@@ -15,7 +15,7 @@ mod gpu {
         Ok(())
     }
 
-    pub fn in_place(_: &Cuda<'_>, _x: DeviceMut<'_, f32>) -> Result<(), OpError> {
+    pub fn state(_: &Cuda<'_>, _x: DeviceRef<'_, f32>) -> Result<(), OpError> {
         Ok(())
     }
 }
@@ -30,15 +30,23 @@ pub fn wrong_dtype(
     Ok(())
 }
 
-#[custom_op(name = "ui::in_place")]
-#[cuda(gpu::in_place)]
-pub fn in_place(#[inout] x: TensorMut<'_, f32>) -> Result<(), OpError> {
-    let _ = x;
+pub struct Window;
+
+impl customop::state::OpState for Window {
+    fn build(_: &customop::state::StateAttrs<'_, '_>) -> Result<Self, OpError> {
+        Ok(Window)
+    }
+}
+
+#[custom_op(name = "ui::state")]
+#[cuda(gpu::state)]
+pub fn state(x: TensorRef<'_, f32>, #[state] w: &Window) -> Result<(), OpError> {
+    let _ = (x, w);
     Ok(())
 }
 
 #[custom_op(name = "ui::not_a_path")]
-#[cuda("gpu::in_place")]
+#[cuda("gpu::state")]
 pub fn not_a_path(x: TensorRef<'_, f32>) -> Result<(), OpError> {
     let _ = x;
     Ok(())

@@ -128,3 +128,37 @@ pub fn rms_norm_nd_bwd<T: Element>(
         .arg(eps);
     cx.launch(rms_pair::<T>()?.1, blocks(rows, 1)?, RMS_BLOCK, 0, &args)
 }
+
+/// `example::myadd_out` (`cuda/add_out.cu`): `out = a + b` into `out`, updated in place.
+pub static ADD_OUT_IMAGE: Image = customop::cuda_image!(
+    "add_out.fatbin",
+    concat!(env!("OUT_DIR"), "/add_out.fatbin")
+);
+
+static MYADD_OUT: Kernel = Kernel::new(&ADD_OUT_IMAGE, c"customop_myadd_out");
+
+/// `example::myadd_out` on the GPU: one thread an element.
+pub fn myadd_out(
+    cx: &Cuda<'_>,
+    a: DeviceRef<'_, f32>,
+    b: DeviceRef<'_, f32>,
+    out: DeviceMut<'_, f32>,
+) -> Result<(), OpError> {
+    if a.dims() != b.dims() || a.dims() != out.dims() {
+        return Err(OpError::invalid_argument(format!(
+            "myadd_out: a is {:?}, b {:?}, out {:?}: all of one shape",
+            a.dims(),
+            b.dims(),
+            out.dims()
+        )));
+    }
+    if a.is_empty() {
+        return Ok(());
+    }
+    let args = Args::new()
+        .arg(a.ptr())
+        .arg(b.ptr())
+        .arg(out.ptr())
+        .arg(a.len() as i64);
+    cx.launch(&MYADD_OUT, blocks(a.len(), BLOCK)?, BLOCK, 0, &args)
+}

@@ -39,9 +39,17 @@ pub(super) fn expand_cuda(op: &Op<'_>, p: &TokenStream) -> TokenStream {
         let id = &prm.ident;
         let at = prm.ty.span();
         match &prm.kind {
-            Kind::Tensor { elem, rank: r, .. } => {
+            Kind::Tensor {
+                elem,
+                rank: r,
+                inout,
+            } => {
                 let (t, r) = (elem_ty(elem.ty), rank(r));
-                binds.push(quote_spanned!(at=> let #id = __b.device_input::<#t, #r>()?;));
+                binds.push(if *inout {
+                    quote_spanned!(at=> let #id = __b.device_inout::<#t, #r>(__cuda)?;)
+                } else {
+                    quote_spanned!(at=> let #id = __b.device_input::<#t, #r>()?;)
+                });
                 call_args.push(quote!(#id));
             }
             Kind::Output { elem, rank: r, .. } => {
