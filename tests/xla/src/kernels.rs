@@ -74,6 +74,12 @@ fn build_kernel_cdylib(package: &str, release: bool) -> PathBuf {
     if release {
         args.push("--release");
     }
+    // With a CUDA compiler at hand (scripts/test.sh sets CUSTOMOP_NVCC), the example kernels
+    // are built as the test script builds them, with their CUDA sides: built without, the same
+    // file would replace the library the other suites load.
+    if package == "customop-example-kernels" && std::env::var_os("CUSTOMOP_NVCC").is_some() {
+        args.extend(["--features", "cuda"]);
+    }
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&root)
         .args(&args)
