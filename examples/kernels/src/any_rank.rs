@@ -109,7 +109,7 @@ impl Num for Complex128 {
 }
 
 /// `(rows, cols)` of `x` seen as rows of its last dimension; rank 0 is refused.
-fn rows_cols(dims: &[i64], what: &str) -> Result<(usize, usize), OpError> {
+pub(crate) fn rows_cols(dims: &[i64], what: &str) -> Result<(usize, usize), OpError> {
     let Some((&last, lead)) = dims.split_last() else {
         return Err(OpError::invalid_argument(format!(
             "{what}: `x` has rank 0; it normalises over the last dimension, so rank >= 1"

@@ -52,14 +52,7 @@ pub fn myadd_out(
     b: TensorRef<'_, f32>,
     #[inout] mut out: TensorMut<'_, f32>,
 ) -> Result<(), OpError> {
-    if a.dims() != b.dims() || a.dims() != out.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "myadd_out: a is {:?}, b {:?}, out {:?}: all of one shape",
-            a.dims(),
-            b.dims(),
-            out.dims()
-        )));
-    }
+    myadd_out_shapes(a.dims(), b.dims(), out.dims())?;
     for ((o, &x), &y) in out
         .as_mut_slice()
         .iter_mut()
@@ -67,6 +60,16 @@ pub fn myadd_out(
         .zip(b.as_slice())
     {
         *o = x + y;
+    }
+    Ok(())
+}
+
+/// `myadd_out`'s rule, on the CPU and the GPU: `a`, `b` and `out` of one shape.
+pub(crate) fn myadd_out_shapes(a: &[i64], b: &[i64], out: &[i64]) -> Result<(), OpError> {
+    if a != b || a != out {
+        return Err(OpError::invalid_argument(format!(
+            "myadd_out: a is {a:?}, b {b:?}, out {out:?}: all of one shape"
+        )));
     }
     Ok(())
 }

@@ -175,20 +175,33 @@ impl Driver {
         ctx: *mut c_void,
         image: *const c_void,
     ) -> Result<*mut c_void, DriverError> {
-        // SAFETY: `ctx` is a context the driver gave (`stream_context`); pushed for the load
-        // and popped after it, so the thread's current context is as it was.
-        self.check("cuCtxPushCurrent", unsafe { (self.ctx_push)(ctx) })?;
         let mut module = core::ptr::null_mut();
-        // SAFETY: the caller's contract for `image`; the out-pointer is valid.
-        let loaded = self.check("cuModuleLoadData", unsafe {
-            (self.module_load_data)(&mut module, image)
-        });
+        self.in_context(ctx, || {
+            // SAFETY: the caller's contract for `image`; the out-pointer is valid.
+            self.check("cuModuleLoadData", unsafe {
+                (self.module_load_data)(&mut module, image)
+            })
+        })?;
+        Ok(module)
+    }
+
+    /// Runs `f` with `ctx` current on this thread, and the thread's context as it was after:
+    /// a module is loaded into, and its kernels launched in, the stream's context, whatever the
+    /// caller's thread had current.
+    fn in_context(
+        &self,
+        ctx: *mut c_void,
+        f: impl FnOnce() -> Result<(), DriverError>,
+    ) -> Result<(), DriverError> {
+        // SAFETY: `ctx` is a context the driver gave (`stream_context`), pushed here and
+        // popped below.
+        self.check("cuCtxPushCurrent", unsafe { (self.ctx_push)(ctx) })?;
+        let done = f();
         let mut popped = core::ptr::null_mut();
         // SAFETY: pops the context pushed above.
         let pop = self.check("cuCtxPopCurrent", unsafe { (self.ctx_pop)(&mut popped) });
-        loaded?;
-        pop?;
-        Ok(module)
+        done?;
+        pop
     }
 
     /// The kernel `name` of `module`.
@@ -205,10 +218,11 @@ impl Driver {
         Ok(f)
     }
 
-    /// Launches `f` on `stream` with its parameters packed in `args` (each at its C offset).
+    /// Launches `f` on `stream` (of context `ctx`, current for the launch) with its parameters
+    /// packed in `args` (each at its C offset).
     ///
     /// # Safety
-    /// `f` is a function of a module of `stream`'s context, and `args` holds exactly the
+    /// `f` is a function of a module of `ctx`, `stream`'s context, and `args` holds exactly the
     /// kernel's parameters as its C declaration lays them out; every device address in them
     /// is valid for what the kernel does with it until the stream reaches the launch.
     pub(crate) unsafe fn launch(
@@ -217,7 +231,7 @@ impl Driver {
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: *mut c_void,
+        (ctx, stream): (*mut c_void, *mut c_void),
         args: &[u8],
     ) -> Result<(), DriverError> {
         let mut size = args.len();
@@ -230,22 +244,24 @@ impl Driver {
             (&mut size as *mut usize).cast(),
             core::ptr::null_mut(), // CU_LAUNCH_PARAM_END
         ];
-        // SAFETY: the caller's contract; `extra` is the documented END-terminated list, and
-        // the driver copies the parameter buffer before returning.
-        self.check("cuLaunchKernel", unsafe {
-            (self.launch_kernel)(
-                f,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared,
-                stream,
-                core::ptr::null_mut(),
-                extra.as_mut_ptr(),
-            )
+        self.in_context(ctx, || {
+            // SAFETY: the caller's contract; `extra` is the documented END-terminated list,
+            // and the driver copies the parameter buffer before returning.
+            self.check("cuLaunchKernel", unsafe {
+                (self.launch_kernel)(
+                    f,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shared,
+                    stream,
+                    core::ptr::null_mut(),
+                    extra.as_mut_ptr(),
+                )
+            })
         })
     }
 

@@ -109,8 +109,14 @@ impl<'f> Cuda<'f> {
         // checked and that live for the call, which XLA and torch keep alive until the
         // stream has run it.
         unsafe {
-            self.driver
-                .launch(f, grid.0, block.0, shared_bytes, self.stream, &args.buf)
+            self.driver.launch(
+                f,
+                grid.0,
+                block.0,
+                shared_bytes,
+                (self.ctx, self.stream),
+                &args.buf,
+            )
         }
         .map_err(|e| driver_err(self.op, &e))
     }

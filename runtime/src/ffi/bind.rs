@@ -319,6 +319,12 @@ impl<'c, 'f> Binder<'c, 'f> {
     /// The next parameter, a tensor updated in place (`#[inout]`): a writable view of its
     /// result, which holds the input's values (the same buffer where the host aliases them).
     pub fn inout<T: Element, const RANK: usize>(&self) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        let (name, o, ret) = self.next_inout()?;
+        self.cx.inplace_view(o, ret, name)
+    }
+
+    /// The next parameter, a tensor updated in place: its name, operand and result.
+    pub(super) fn next_inout(&self) -> Result<(&'f str, usize, usize), OpError> {
         let (name, o) = self.operand(Want::Tensor)?;
         let ret = self
             .plan
@@ -326,7 +332,7 @@ impl<'c, 'f> Binder<'c, 'f> {
             .iter()
             .position(|r| matches!(r, ResultPlan::Updated { operand } if *operand == o))
             .ok_or_else(|| self.mismatch(name, "a tensor updated in place"))?;
-        self.cx.inplace_view(o, ret, name)
+        Ok((name, o, ret))
     }
 
     /// The shape output `name`'s rule gives in this call (for the message when XLA passed

@@ -6,10 +6,9 @@
 
 use super::Binder;
 use super::abi::*;
-use super::frame::op_err;
 use crate::cuda::{Cuda, DeviceMut, DeviceRef, no_cuda};
 use crate::descriptor::Descriptor;
-use crate::error::{OpError, Refusal};
+use crate::error::OpError;
 use crate::plan::{OpDef, ResultPlan};
 use crate::types::Element;
 
@@ -105,28 +104,8 @@ impl<'f> Binder<'_, 'f> {
         &self,
         cuda: &Cuda<'_>,
     ) -> Result<DeviceMut<'f, T, RANK>, OpError> {
-        let (name, o) = self.operand(super::bind::Want::Tensor)?;
-        let ret = self
-            .plan
-            .results
-            .iter()
-            .position(|r| matches!(r, ResultPlan::Updated { operand } if *operand == o))
-            .ok_or_else(|| self.mismatch(name, "a tensor updated in place"))?;
-        let input = self.cx.raw(true, o)?;
-        let n = self.cx.typed::<T>(&input, name, RANK)?;
-        let out = self.cx.raw(false, ret)?;
-        self.cx.typed::<T>(&out, name, input.dims.len())?;
-        if out.dims != input.dims {
-            return Err(op_err(
-                &self.schema.name,
-                Refusal::WrongShape,
-                format!(
-                    "`{name}` is updated in place: its result must have the input's shape {:?}, \
-                     XLA passed {:?}",
-                    input.dims, out.dims
-                ),
-            ));
-        }
+        let (name, o, ret) = self.next_inout()?;
+        let (input, out, n) = self.cx.inplace_buffers::<T>(o, ret, name, RANK)?;
         let bytes = n * core::mem::size_of::<T>();
         let (start, from) = (out.data as usize, input.data as usize);
         // Its own operand may be the same buffer; any other overlap is refused.
@@ -154,16 +133,6 @@ impl<'f> Binder<'_, 'f> {
             len,
             _t: core::marker::PhantomData,
         })
-    }
-
-    /// The error for a parameter kind the CUDA side does not take yet.
-    #[cold]
-    pub fn device_unsupported(&self, what: &str) -> OpError {
-        op_err(
-            &self.schema.name,
-            Refusal::BadBinding,
-            format!("{what} is not supported by a CUDA handler"),
-        )
     }
 }
 

@@ -5,23 +5,24 @@
 //! the input's values and its writes are the result.
 
 use super::CallCx;
-use super::frame::op_err;
+use super::frame::{Raw, op_err};
 use crate::error::{OpError, Refusal};
 use crate::tensor::TensorMut;
 use crate::types::{Element, ElementType};
 
 impl<'f> CallCx<'f> {
-    /// Operand `arg` updated in place as result `ret`: a writable view of the result, which
-    /// holds the operand's values. The result must have the operand's element type and shape,
-    /// and be the operand's buffer or overlap no input (it overlaps no other result either).
-    pub(super) fn inplace_view<T: Element, const RANK: usize>(
+    /// Operand `arg` and result `ret` of a tensor updated in place, checked (not claimed): the
+    /// operand's element type and rank `rank`, the result's element type and the operand's
+    /// shape. The two buffers and the element count.
+    pub(super) fn inplace_buffers<T: Element>(
         &self,
         arg: usize,
         ret: usize,
         name: &str,
-    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        rank: usize,
+    ) -> Result<(Raw<'f>, Raw<'f>, usize), OpError> {
         let input = self.raw(true, arg)?;
-        let n = self.typed::<T>(&input, name, RANK)?;
+        let n = self.typed::<T>(&input, name, rank)?;
         let out = self.raw(false, ret)?;
         self.typed::<T>(&out, name, input.dims.len())?;
         if out.dims != input.dims {
@@ -35,6 +36,19 @@ impl<'f> CallCx<'f> {
                 ),
             ));
         }
+        Ok((input, out, n))
+    }
+
+    /// Operand `arg` updated in place as result `ret`: a writable view of the result, which
+    /// holds the operand's values. The result must have the operand's element type and shape,
+    /// and be the operand's buffer or overlap no input (it overlaps no other result either).
+    pub(super) fn inplace_view<T: Element, const RANK: usize>(
+        &self,
+        arg: usize,
+        ret: usize,
+        name: &str,
+    ) -> Result<TensorMut<'f, T, RANK>, OpError> {
+        let (input, out, n) = self.inplace_buffers::<T>(arg, ret, name, RANK)?;
         let bytes = n * core::mem::size_of::<T>();
         let (start, from) = (out.data as usize, input.data as usize);
         if T::ELEMENT_TYPE == ElementType::Bool && n > 0 {

@@ -1,6 +1,7 @@
 //! The ops' CUDA sides (feature `cuda`): host Rust that launches the kernels of `cuda/*.cu`,
 //! compiled by the build script and embedded here.
 
+use crate::any_rank::rows_cols;
 use crate::seed::Blob;
 use customop::cuda::{Args, Cuda, DeviceMut, DeviceRef, Image, Kernel, blocks};
 use customop::{Element, ElementType, OpError};
@@ -71,17 +72,6 @@ fn rms_pair<T: Element>() -> Result<(&'static Kernel, &'static Kernel), OpError>
     }
 }
 
-/// Rows and columns of `dims` (the last dimension normalised), as the CPU kernel counts them.
-fn rows_cols(dims: &[i64]) -> Result<(usize, usize), OpError> {
-    let Some((&last, lead)) = dims.split_last() else {
-        return Err(OpError::invalid_argument(
-            "rms_norm: `x` has rank 0; it normalises over the last dimension, so rank >= 1",
-        ));
-    };
-    let count = |d: i64| usize::try_from(d).unwrap_or(0);
-    Ok((lead.iter().map(|&d| count(d)).product(), count(last)))
-}
-
 /// `example::rms_norm_nd` on the GPU: a block a row.
 pub fn rms_norm_nd<T: Element>(
     cx: &Cuda<'_>,
@@ -89,7 +79,7 @@ pub fn rms_norm_nd<T: Element>(
     eps: f32,
     y: DeviceMut<'_, T>,
 ) -> Result<(), OpError> {
-    let (rows, cols) = rows_cols(x.dims())?;
+    let (rows, cols) = rows_cols(x.dims(), "rms_norm_nd")?;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
@@ -109,7 +99,7 @@ pub fn rms_norm_nd_bwd<T: Element>(
     eps: f32,
     d_x: DeviceMut<'_, T>,
 ) -> Result<(), OpError> {
-    let (rows, cols) = rows_cols(x.dims())?;
+    let (rows, cols) = rows_cols(x.dims(), "rms_norm_nd_bwd")?;
     if d_y.dims() != x.dims() {
         return Err(OpError::invalid_argument(format!(
             "d_y is {:?} but x is {:?}",
@@ -144,14 +134,7 @@ pub fn myadd_out(
     b: DeviceRef<'_, f32>,
     out: DeviceMut<'_, f32>,
 ) -> Result<(), OpError> {
-    if a.dims() != b.dims() || a.dims() != out.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "myadd_out: a is {:?}, b {:?}, out {:?}: all of one shape",
-            a.dims(),
-            b.dims(),
-            out.dims()
-        )));
-    }
+    crate::in_place::myadd_out_shapes(a.dims(), b.dims(), out.dims())?;
     if a.is_empty() {
         return Ok(());
     }
