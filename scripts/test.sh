@@ -229,6 +229,16 @@ lane_torch() {
   "$CUSTOMOP_PYTHON" scripts/check_book.py book/src
   py_tests "the book's version table against the pins and bounds" tests/python/test_book_versions.py
   py_tests "the book's Python API reference against every module's __all__ and exceptions" tests/python/test_book_python_api.py
+  # JAX suites here rather than in the other lane, which is the longer (they need no torch).
+  unset CUSTOMOP_TORCH_NATIVE
+  py_tests "CUDA sides from JAX without a GPU: the manifest's CUDA handlers, register(), one jax.export for cpu and cuda run on the CPU, an op with no CUDA side refused" tests/xla/test_cuda.py
+  step "scripts/gpu-check.sh --dry: the GPU check's code, references and tolerances, with the CPU as the GPU"
+  bash scripts/gpu-check.sh --dry
+  echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
+  export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
+  py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
+  py_tests "CUDA sides from JAX without a GPU on $TORCH_TAG" tests/xla/test_cuda.py "$JAX_OLDEST_PYTHON"
+  unset TORCH_TAG
 }
 lane_jax() {
   # The same torch tests (all but torch_xla's export) on the newest torch, and its export path.
@@ -270,10 +280,6 @@ lane_jax() {
   py_tests "ports of jax's FFI examples: array and dictionary attributes (#[attrs]), tensors updated in place (#[inout], donated), rms_norm of any rank (..x.dims(..-1))" tests/xla/test_ffi_ports.py
   py_tests "which inputs and outputs have a derivative, in JAX: the manifest's (Rust's), a real gradient or a named refusal, never a zero" tests/xla/test_differentiability.py
   py_tests "an op called before lib.register(), a wrong library path: customop's words and the fix (NotRegisteredError, LibraryLoadError)" tests/xla/test_not_registered.py
-  py_tests "CUDA sides from JAX without a GPU: the manifest's CUDA handlers, register(), one jax.export for cpu and cuda run on the CPU, an op with no CUDA side refused" tests/xla/test_cuda.py
-  step "scripts/gpu-check.sh --dry: the GPU check's code, references and tolerances, with the CPU as the GPU"
-  bash scripts/gpu-check.sh --dry
-  echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out" >> "$log"
   py_tests "the eight fp8 types: conversions equal ml_dtypes on every value and midpoint, under jaxlib and the runner" tests/xla/test_float8.py
   py_tests "packed sub-byte tensors (i4, ui4, i2, ui2, f4E2M1FN): XLA's packing, values and rounding equal ml_dtypes" tests/xla/test_low_bit.py
   py_tests "4-bit kernels on every dispatch path (CUSTOMOP_CPU=avx512, avx2, portable) against numpy and each other" tests/xla/test_cpu_paths.py
@@ -282,7 +288,6 @@ lane_jax() {
   py_tests "the descriptor field contract: every field type, in range, at its edges, beyond them and non-finite, through lib.pack, customop run (JSON, TOML) and the handler, against ml_dtypes" tests/xla/test_field_contract.py
   # The same JAX tests on the oldest jax.
   export TORCH_TAG=$("$JAX_OLDEST_PYTHON" -c 'import jax; print("jax" + jax.__version__)')
-  py_tests "JAX transforms and export on $TORCH_TAG" tests/xla/test_transforms.py "$JAX_OLDEST_PYTHON"
   py_tests "JAX second derivatives and shard_map gradients on $TORCH_TAG" tests/xla/test_higher_order.py "$JAX_OLDEST_PYTHON"
   py_tests "concurrent XLA executions on $TORCH_TAG" tests/xla/test_concurrency.py "$JAX_OLDEST_PYTHON"
   py_tests "kernels on XLA's intra-op pool on $TORCH_TAG" tests/xla/test_parallel.py "$JAX_OLDEST_PYTHON"
@@ -291,7 +296,6 @@ lane_jax() {
   py_tests "ports of jax's FFI examples on $TORCH_TAG" tests/xla/test_ffi_ports.py "$JAX_OLDEST_PYTHON"
   py_tests "which inputs and outputs have a derivative on $TORCH_TAG" tests/xla/test_differentiability.py "$JAX_OLDEST_PYTHON"
   py_tests "an op called before lib.register() on $TORCH_TAG" tests/xla/test_not_registered.py "$JAX_OLDEST_PYTHON"
-  py_tests "CUDA sides from JAX without a GPU on $TORCH_TAG" tests/xla/test_cuda.py "$JAX_OLDEST_PYTHON"
   py_tests "the eight fp8 types on $TORCH_TAG" tests/xla/test_float8.py "$JAX_OLDEST_PYTHON"
   py_tests "packed sub-byte tensors on $TORCH_TAG" tests/xla/test_low_bit.py "$JAX_OLDEST_PYTHON"
   py_tests "the customop command on $TORCH_TAG (a serialized jax.export run too)" tests/xla/test_cli.py "$JAX_OLDEST_PYTHON"

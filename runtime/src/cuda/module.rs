@@ -157,7 +157,7 @@ pub(crate) fn function(
 /// into `OUT_DIR` by the crate's build script) as a `&'static` [`Image`](crate::cuda::Image),
 /// aligned to 8 bytes as the driver reads it.
 ///
-/// ```ignore
+/// ```text
 /// static SEED: customop::cuda::Image =
 ///     customop::cuda_image!("seed", concat!(env!("OUT_DIR"), "/seed.fatbin"));
 /// ```
