@@ -119,6 +119,17 @@ pub(crate) fn rows_cols(dims: &[i64], what: &str) -> Result<(usize, usize), OpEr
     Ok((lead.iter().map(|&d| count(d)).product(), count(last)))
 }
 
+/// `rms_norm_nd_bwd`'s rule, on the CPU and the GPU: `d_y` has `x`'s shape. Rows and columns.
+pub(crate) fn rms_norm_nd_bwd_shapes(x: &[i64], d_y: &[i64]) -> Result<(usize, usize), OpError> {
+    let rows_cols = rows_cols(x, "rms_norm_nd_bwd")?;
+    if d_y != x {
+        return Err(OpError::invalid_argument(format!(
+            "d_y is {d_y:?} but x is {x:?}"
+        )));
+    }
+    Ok(rows_cols)
+}
+
 /// `1 / sqrt(mean(row^2) + eps)` (the mean of an empty row is 0; `x * x`, not `|x|^2`, for a
 /// complex row, as JAX's example).
 fn inv_rms<T: Num>(row: &[T], eps: f32) -> C64 {
@@ -208,14 +219,7 @@ pub fn rms_norm_nd_bwd<T: Real>(
     #[attr] eps: f32,
     #[out(shape = x)] mut d_x: TensorMut<'_, T>,
 ) -> Result<(), OpError> {
-    let (_, cols) = rows_cols(x.dims(), "rms_norm_nd_bwd")?;
-    if d_y.dims() != x.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "d_y is {:?} but x is {:?}",
-            d_y.dims(),
-            x.dims()
-        )));
-    }
+    let (_, cols) = rms_norm_nd_bwd_shapes(x.dims(), d_y.dims())?;
     backward(
         x.as_slice(),
         |_, row| inv_rms(row, eps),

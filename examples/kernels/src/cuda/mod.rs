@@ -99,14 +99,7 @@ pub fn rms_norm_nd_bwd<T: Element>(
     eps: f32,
     d_x: DeviceMut<'_, T>,
 ) -> Result<(), OpError> {
-    let (rows, cols) = rows_cols(x.dims(), "rms_norm_nd_bwd")?;
-    if d_y.dims() != x.dims() {
-        return Err(OpError::invalid_argument(format!(
-            "d_y is {:?} but x is {:?}",
-            d_y.dims(),
-            x.dims()
-        )));
-    }
+    let (rows, cols) = crate::any_rank::rms_norm_nd_bwd_shapes(x.dims(), d_y.dims())?;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
